@@ -11,9 +11,10 @@ import pandas as pd
 
 from bayes_risk._constraints import Interval, check_value
 from bayes_risk._rng import RandomSeed, as_generator, seed_to_json
-from bayes_risk.attacks._inputs import attack_inputs, code_table, raise_warnings
+from bayes_risk.attacks._inputs import AttackInputs, attack_inputs, code_table, raise_warnings
 from bayes_risk.attacks.linkability import _scale, nearest_rows
 from bayes_risk.attacks.rates import (
+    SuccessRate,
     check_confidence_level,
     group_labels,
     group_rows,
@@ -200,26 +201,10 @@ def inference_risk(
             for role, _, _ in roles:
                 right[role], tied[role] = _guesses(coded[role], S, j, a, is_cat, reg[s], tol,
                                                    role_rng[role])
-            k_main = int(right["original"].sum())
             k_base = _baseline(O_all, S, j, n_base, reg[s], tol, role_rng["baseline"])
-            k_ctrl = int(right["holdout"].sum()) if "holdout" in right else None
-            r_main = success_rate(k_main, n_main, level)
-            r_base = success_rate(k_base, n_base, level)
-            r_ctrl = None if k_ctrl is None else success_rate(k_ctrl, n_ctrl, level)
-            if r_base.rate >= r_main.rate:
-                flagged.setdefault("ATTACK_NOT_BETTER_THAN_BASELINE", []).append(
-                    f"dataset {l} {s}: main {r_main.rate:.3g}, baseline {r_base.rate:.3g}")
-            if k_ctrl is not None and k_ctrl >= n_ctrl:
-                flagged.setdefault("CONTROL_ALWAYS_SUCCEEDS", []).append(f"dataset {l} {s}")
-            rows.append({
-                "dataset": l, "secret": s, "regression": reg[s], "n_attacks": n_main,
-                "n_attacks_control": np.nan if n_ctrl is None else n_ctrl,
-                "n_attacks_baseline": n_base, "n_main": k_main,
-                "n_control": np.nan if k_ctrl is None else k_ctrl, "n_baseline": k_base,
-                **rate_columns(r_main, r_ctrl, r_base),
-                "share_tied_main": float(tied["original"].mean()),
-                "share_tied_control": (float(tied["holdout"].mean()) if "holdout" in tied
-                                       else np.nan)})
+            row, r_base = _secret_row(l, s, reg[s], (n_main, n_ctrl, n_base), right, k_base,
+                                      tied, level, flagged)
+            rows.append(row)
             if labels is not None:
                 g = col[groups]
                 grouped += group_rows(
@@ -232,9 +217,6 @@ def inference_risk(
                 recs.append(pd.DataFrame({"dataset": l, "secret": s, "role": role,
                                           "row": attacked[role], "correct": right[role],
                                           "tied": tied[role]}))
-    codes = raise_warnings(flagged, _WHY, inp.holdout is None)
-    if inp.n_holdout_dropped:
-        codes.insert(0, "HOLDOUT_OVERLAPS_ORIGINAL")
     settings = {
         "secrets": secrets, "aux_columns": aux, "aux_default": aux_columns is None,
         "regression": reg, "tolerance": tol,
@@ -243,9 +225,50 @@ def inference_risk(
         "n_holdout": None if inp.holdout is None else len(inp.holdout),
         "n_holdout_dropped": inp.n_holdout_dropped, "random_seed": seed_to_json(random_seed),
         "groups": groups}
+    return _result(inp, flagged, settings, rows, recs, grouped)
+
+
+def _secret_row(l: int, s: str, regression: bool, sizes: tuple[int, int | None, int],
+                right: dict[str, np.ndarray], k_base: int, tied: dict[str, np.ndarray],
+                level: float, flagged: dict[str, list[str]]) -> tuple[dict[str, Any], SuccessRate]:
+    """The table's row of secret ``s`` on dataset ``l``: the right guesses of the main and
+    control attacks (``right``, by role) and of the baseline (``k_base``) out of ``sizes``
+    (main, control, baseline), their rates and the shares of tied nearest rows. Flags an attack
+    no better than the baseline and a control always right; also returns the baseline's rate
+    (the groups' reference)."""
+    n_main, n_ctrl, n_base = sizes
+    k_main = int(right["original"].sum())
+    k_ctrl = int(right["holdout"].sum()) if "holdout" in right else None
+    r_main = success_rate(k_main, n_main, level)
+    r_base = success_rate(k_base, n_base, level)
+    r_ctrl = None if k_ctrl is None else success_rate(k_ctrl, n_ctrl, level)
+    if r_base.rate >= r_main.rate:
+        flagged.setdefault("ATTACK_NOT_BETTER_THAN_BASELINE", []).append(
+            f"dataset {l} {s}: main {r_main.rate:.3g}, baseline {r_base.rate:.3g}")
+    if k_ctrl is not None and k_ctrl >= n_ctrl:
+        flagged.setdefault("CONTROL_ALWAYS_SUCCEEDS", []).append(f"dataset {l} {s}")
+    return {
+        "dataset": l, "secret": s, "regression": regression, "n_attacks": n_main,
+        "n_attacks_control": np.nan if n_ctrl is None else n_ctrl,
+        "n_attacks_baseline": n_base, "n_main": k_main,
+        "n_control": np.nan if k_ctrl is None else k_ctrl, "n_baseline": k_base,
+        **rate_columns(r_main, r_ctrl, r_base),
+        "share_tied_main": float(tied["original"].mean()),
+        "share_tied_control": (float(tied["holdout"].mean()) if "holdout" in tied
+                               else np.nan)}, r_base
+
+
+def _result(inp: AttackInputs, flagged: dict[str, list[str]], settings: dict[str, Any],
+            rows: list[dict[str, Any]], recs: list[pd.DataFrame],
+            grouped: list[dict[str, Any]]) -> InferenceResult:
+    """The result: the table, the records, the groups' table (with ``groups``) and the
+    warnings (an overlap of the holdout with the original first)."""
+    codes = raise_warnings(flagged, _WHY, inp.holdout is None)
+    if inp.n_holdout_dropped:
+        codes.insert(0, "HOLDOUT_OVERLAPS_ORIGINAL")
     return InferenceResult(table=pd.DataFrame(rows), records=pd.concat(recs, ignore_index=True),
                            settings=settings, warnings=codes,
-                           by_group=None if groups is None else pd.DataFrame(grouped))
+                           by_group=None if settings["groups"] is None else pd.DataFrame(grouped))
 
 
 def _tolerance(tolerance: Any) -> float:

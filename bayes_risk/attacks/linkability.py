@@ -12,8 +12,9 @@ from bayes_risk._attack_specs import LINKABILITY_ARGUMENTS
 from bayes_risk._constraints import Interval, check_params, check_value
 from bayes_risk._rng import RandomSeed, as_generator, seed_to_json
 from bayes_risk._specs import argument_checks
-from bayes_risk.attacks._inputs import attack_inputs, code_table, raise_warnings
+from bayes_risk.attacks._inputs import AttackInputs, attack_inputs, code_table, raise_warnings
 from bayes_risk.attacks.rates import (
+    SuccessRate,
     check_confidence_level,
     group_labels,
     group_rows,
@@ -188,17 +189,7 @@ def linkability_risk(
                         categorical=categorical, argument="aux_columns")
     sch = inp.schema
     labels = None if groups is None else group_labels(sch, groups)
-    sizes = [len(inp.original)] + ([] if inp.holdout is None else [len(inp.holdout)])
-    if n_attacks is None:
-        n_att = min(sizes)
-    else:
-        n_att = check_value(n_attacks, Interval(int, 1), "n_attacks")
-        if n_att > min(sizes):
-            raise ValidationError(
-                f"n_attacks={n_att} exceeds the records available: the original has "
-                f"{sizes[0]:,}" + ("" if len(sizes) == 1 else f" and the holdout {sizes[1]:,}")
-                + f"; give n_attacks <= {min(sizes)} ("
-                + ("leave it out" if on_command_line() else "or None") + " for all of them).")
+    n_att = _n_attacks(n_attacks, inp)
     small = [l for l, z in enumerate(inp.datasets, start=1) if len(z) < K]
     if small:
         raise ValidationError(
@@ -239,26 +230,8 @@ def linkability_risk(
                 for _ in range(2)]
         first_base = _first_link(*rand)
         for k in range(1, K + 1):
-            def linked(f: np.ndarray, k: int = k) -> int:
-                return int(((f >= 1) & (f <= k)).sum())
-
-            n_main, n_base = linked(first["original"]), linked(first_base)
-            n_ctrl = linked(first["holdout"]) if "holdout" in first else None
-            r_main = success_rate(n_main, n_att, level)
-            r_base = success_rate(n_base, n_att, level)
-            r_ctrl = None if n_ctrl is None else success_rate(n_ctrl, n_att, level)
-            if k == K and r_base.rate >= r_main.rate:
-                flagged.setdefault("ATTACK_NOT_BETTER_THAN_BASELINE", []).append(
-                    f"dataset {l}: main {r_main.rate:.3g}, baseline {r_base.rate:.3g}")
-            if k == K and n_ctrl is not None and n_ctrl >= n_att:
-                flagged.setdefault("CONTROL_ALWAYS_SUCCEEDS", []).append(f"dataset {l}")
-            rows.append({
-                "dataset": l, "n_neighbors": k, "n_attacks": n_att, "n_main": n_main,
-                "n_control": np.nan if n_ctrl is None else n_ctrl, "n_baseline": n_base,
-                **rate_columns(r_main, r_ctrl, r_base),
-                "share_tied_main": float(tied["original"].mean()),
-                "share_tied_control": (float(tied["holdout"].mean()) if "holdout" in tied
-                                       else np.nan)})
+            row, r_base = _k_row(l, k, K, first, first_base, tied, n_att, level, flagged)
+            rows.append(row)
         if labels is not None:  # linked within the K nearest rows, against the K baseline
             g = sch.names.index(groups)
             grouped += group_rows(
@@ -285,6 +258,52 @@ def linkability_risk(
                              records=pd.concat(recs, ignore_index=True), settings=settings,
                              warnings=codes,
                              by_group=None if groups is None else pd.DataFrame(grouped))
+
+
+def _n_attacks(n_attacks: int | None, inp: AttackInputs) -> int:
+    """Records attacked in each of the main and control attacks: ``n_attacks``, at most the
+    records of the original and of the holdout (``None``: as many as the smaller holds)."""
+    sizes = [len(inp.original)] + ([] if inp.holdout is None else [len(inp.holdout)])
+    if n_attacks is None:
+        return min(sizes)
+    n_att = check_value(n_attacks, Interval(int, 1), "n_attacks")
+    if n_att > min(sizes):
+        raise ValidationError(
+            f"n_attacks={n_att} exceeds the records available: the original has "
+            f"{sizes[0]:,}" + ("" if len(sizes) == 1 else f" and the holdout {sizes[1]:,}")
+            + f"; give n_attacks <= {min(sizes)} ("
+            + ("leave it out" if on_command_line() else "or None") + " for all of them).")
+    return n_att
+
+
+def _k_row(l: int, k: int, K: int, first: dict[str, np.ndarray], first_base: np.ndarray,
+           tied: dict[str, np.ndarray], n_att: int, level: float,
+           flagged: dict[str, list[str]]) -> tuple[dict[str, Any], SuccessRate]:
+    """The table's row of dataset ``l`` at ``k`` neighbours: the records linked within the
+    first ``k`` by the main and control attacks (``first``, by role) and by the baseline
+    (``first_base``), their rates and the shares of tied rows. At ``k == K``, flags an attack
+    no better than the baseline and a control always linked. Also returns the baseline's rate
+    (the groups' reference)."""
+    def linked(f: np.ndarray) -> int:
+        return int(((f >= 1) & (f <= k)).sum())
+
+    n_main, n_base = linked(first["original"]), linked(first_base)
+    n_ctrl = linked(first["holdout"]) if "holdout" in first else None
+    r_main = success_rate(n_main, n_att, level)
+    r_base = success_rate(n_base, n_att, level)
+    r_ctrl = None if n_ctrl is None else success_rate(n_ctrl, n_att, level)
+    if k == K and r_base.rate >= r_main.rate:
+        flagged.setdefault("ATTACK_NOT_BETTER_THAN_BASELINE", []).append(
+            f"dataset {l}: main {r_main.rate:.3g}, baseline {r_base.rate:.3g}")
+    if k == K and n_ctrl is not None and n_ctrl >= n_att:
+        flagged.setdefault("CONTROL_ALWAYS_SUCCEEDS", []).append(f"dataset {l}")
+    return {
+        "dataset": l, "n_neighbors": k, "n_attacks": n_att, "n_main": n_main,
+        "n_control": np.nan if n_ctrl is None else n_ctrl, "n_baseline": n_base,
+        **rate_columns(r_main, r_ctrl, r_base),
+        "share_tied_main": float(tied["original"].mean()),
+        "share_tied_control": (float(tied["holdout"].mean()) if "holdout" in tied
+                               else np.nan)}, r_base
 
 
 

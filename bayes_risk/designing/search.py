@@ -415,56 +415,16 @@ def design(
     from bayes_risk._specs import as_spec
     from bayes_risk.auditing.settings import AuditSettings
     from bayes_risk.auditing.thresholds import Thresholds
-    from bayes_risk.data.io import read_table
     from bayes_risk.data.schema import infer_schema
     from bayes_risk.designing.result import DesignResult
 
-    if objective not in OBJECTIVES:
-        raise ValidationError(f"objective must be one of {', '.join(OBJECTIVES)}. Got "
-                              f"{objective!r}.", code="INVALID_ARGUMENT")
-    for name, val, low in (("max_candidates", max_candidates, 1), ("confirm", confirm, 1),
-                           ("patience", patience, 1), ("screen_records", screen_records, 10)):
-        if val is not None and (isinstance(val, bool) or not isinstance(val, (int, np.integer))
-                                or val < low):
-            raise ValidationError(f"{name} must be an integer >= {low}. Got {val!r}.",
-                                  code="INVALID_ARGUMENT")
-    if cpu_budget is not None and not (isinstance(cpu_budget, (int, float)) and cpu_budget > 0):
-        raise ValidationError(f"cpu_budget must be a number of seconds > 0. Got "
-                              f"{cpu_budget!r}.", code="INVALID_ARGUMENT")
+    _check_options(objective, max_candidates, confirm, patience, screen_records, cpu_budget)
     th = Thresholds.parse(thresholds)
     s = as_spec(settings, AuditSettings, "settings")
-    if isinstance(space, Mapping):
-        space = DesignSpace.from_dict(space)
-    space = space if space is not None else DesignSpace()
-    if not isinstance(space, DesignSpace):
-        raise ValidationError(f"space must be a DesignSpace or a mapping. Got "
-                              f"{type(space).__name__}.", code="INVALID_ARGUMENT")
-    data = read_table(original) if not isinstance(original, pd.DataFrame) else original
-    known = list(known)
-    missing = [c for c in known if c not in data.columns]
-    if missing:
-        raise ValidationError(f"known: {missing} not in the original (columns: "
-                              f"{', '.join(map(str, data.columns))}).", code="MISSING_COLUMN")
-    facts = _start_facts(start)
-    if facts and facts.get("n_records") not in (None, len(data)):
-        raise ValidationError(f"start: the audit is of another original ({facts['n_records']} "
-                              f"records, this one {len(data)}).", code="ORIGINAL_DIFFERS")
+    space = _as_space(space)
+    data, known, facts = _original_and_start(original, known, start)
     schema = infer_schema(data, categorical=list(categorical or []))
-    base = facts["synthesized"] if facts else []
-    if space.columns is None:
-        if not facts:
-            raise ValidationError("space: give the column sets to synthesize (columns), or a "
-                                  "start audit to grow them from.", code="OPTION_REQUIRED")
-        covers = [columns_to_cover(v["step"], v.get("threshold_name", ""), v["measure"], known,
-                                   base) for v in facts["exceeding"]]
-        col_sets = grown_columns(base, covers, [c for c in known if c not in base])
-    else:
-        col_sets = [list(c) for c in space.columns]
-    m0 = facts["m"] if facts else 5
-    space = space.resolved(columns=col_sets,
-                           methods=[facts["method"]] if facts and facts.get("method") in
-                           _known_methods() else ["cart"],
-                           m=sorted({m0, max(1, m0 // 2)}, reverse=True) if facts else [5, 2])
+    space = _resolved_space(space, facts, known)
     cands, dropped = space.candidates(data, schema, known)
     # the order of enumeration: candidates sharing a fit side by side, each release before
     # its remedies (whose model-based lines it gives)
@@ -483,15 +443,113 @@ def design(
         for line in plan:
             say(f"[design] {line}")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    names = [n for n, side in _sides().items()]
     study = optuna.create_study(study_name="design", storage=storage, direction="maximize",
                                 sampler=_sampler(seed, max_candidates, 0), load_if_exists=resume)
     records = _resumed(study, spec, resume)
+    ev = _Evaluator(data, schema, known, s, th, seed, screen_records, progressbar)
+    stop = _search(study, ev, records, cands, space, enumerate_all, objective=objective,
+                   seed=seed, max_candidates=max_candidates, patience=patience,
+                   cpu_budget=cpu_budget, progressbar=progressbar)
+    if progressbar:
+        say(f"[design] search stopped: {stop}; {len(records)} candidate(s) audited")
+    result = DesignResult(space=space.to_dict(), candidates=list(records.values()),
+                          dropped=[{k: d[k] for k in ("key", "reason")} for d in dropped],
+                          objective=objective, thresholds=th.to_dict(), plan=plan, stop=stop,
+                          start=facts, random_seed=seed, known=known, n_fits=ev.n_fits,
+                          n_space=len(cands),
+                          sampler="enumeration (every candidate)" if enumerate_all else
+                          "Optuna TPE with the verdict lines as constraints")
+    _confirm(result, ev, cands, confirm, root, progressbar)
+    result.peak_memory = peak_memory()
+    if root is not None:
+        result.write(root)
+    return result
+
+
+def _check_options(objective: str, max_candidates: Any, confirm: Any, patience: Any,
+                   screen_records: Any, cpu_budget: Any) -> None:
+    """Refuse an unknown ``objective`` and a count or CPU budget out of its range."""
+    if objective not in OBJECTIVES:
+        raise ValidationError(f"objective must be one of {', '.join(OBJECTIVES)}. Got "
+                              f"{objective!r}.", code="INVALID_ARGUMENT")
+    for name, val, low in (("max_candidates", max_candidates, 1), ("confirm", confirm, 1),
+                           ("patience", patience, 1), ("screen_records", screen_records, 10)):
+        if val is not None and (isinstance(val, bool) or not isinstance(val, (int, np.integer))
+                                or val < low):
+            raise ValidationError(f"{name} must be an integer >= {low}. Got {val!r}.",
+                                  code="INVALID_ARGUMENT")
+    if cpu_budget is not None and not (isinstance(cpu_budget, (int, float)) and cpu_budget > 0):
+        raise ValidationError(f"cpu_budget must be a number of seconds > 0. Got "
+                              f"{cpu_budget!r}.", code="INVALID_ARGUMENT")
+
+
+def _as_space(space: DesignSpace | Mapping[str, Any] | None) -> DesignSpace:
+    """``space`` as a :class:`DesignSpace` (a mapping: :meth:`DesignSpace.from_dict`; ``None``:
+    the default one)."""
+    if isinstance(space, Mapping):
+        space = DesignSpace.from_dict(space)
+    space = space if space is not None else DesignSpace()
+    if not isinstance(space, DesignSpace):
+        raise ValidationError(f"space must be a DesignSpace or a mapping. Got "
+                              f"{type(space).__name__}.", code="INVALID_ARGUMENT")
+    return space
+
+
+def _original_and_start(original: pd.DataFrame | str | os.PathLike[str], known: Sequence[str],
+                        start: Any) -> tuple[pd.DataFrame, list[str], dict[str, Any] | None]:
+    """The original (read from a path), the known columns (each one of it) and the facts of
+    the ``start`` audit (which must be of an original with as many records)."""
+    from bayes_risk.data.io import read_table
+
+    data = read_table(original) if not isinstance(original, pd.DataFrame) else original
+    known = list(known)
+    missing = [c for c in known if c not in data.columns]
+    if missing:
+        raise ValidationError(f"known: {missing} not in the original (columns: "
+                              f"{', '.join(map(str, data.columns))}).", code="MISSING_COLUMN")
+    facts = _start_facts(start)
+    if facts and facts.get("n_records") not in (None, len(data)):
+        raise ValidationError(f"start: the audit is of another original ({facts['n_records']} "
+                              f"records, this one {len(data)}).", code="ORIGINAL_DIFFERS")
+    return data, known, facts
+
+
+def _resolved_space(space: DesignSpace, facts: dict[str, Any] | None, known: list[str]
+                    ) -> DesignSpace:
+    """``space`` with its defaults filled from the ``start`` audit (``facts``): the column
+    sets grown from its synthesized columns to cover its lines past their thresholds, its
+    method and its ``m`` (and half of it); without a start, ``cart`` and ``m`` 5 and 2."""
+    base = facts["synthesized"] if facts else []
+    if space.columns is None:
+        if not facts:
+            raise ValidationError("space: give the column sets to synthesize (columns), or a "
+                                  "start audit to grow them from.", code="OPTION_REQUIRED")
+        covers = [columns_to_cover(v["step"], v.get("threshold_name", ""), v["measure"], known,
+                                   base) for v in facts["exceeding"]]
+        col_sets = grown_columns(base, covers, [c for c in known if c not in base])
+    else:
+        col_sets = [list(c) for c in space.columns]
+    m0 = facts["m"] if facts else 5
+    return space.resolved(columns=col_sets,
+                          methods=[facts["method"]] if facts and facts.get("method") in
+                          _known_methods() else ["cart"],
+                          m=sorted({m0, max(1, m0 // 2)}, reverse=True) if facts else [5, 2])
+
+
+def _search(study: Any, ev: _Evaluator, records: dict[str, dict[str, Any]],
+            cands: list[dict[str, Any]], space: DesignSpace, enumerate_all: bool, *,
+            objective: str, seed: int, max_candidates: int, patience: int | None,
+            cpu_budget: float | None, progressbar: bool) -> str:
+    """The search: ask the study for candidates (every one of ``cands`` in turn when
+    ``enumerate_all``) and audit each one not yet in ``records`` (which it extends), telling
+    the study its objective and constraints, until a stop; returns why it stopped."""
+    import optuna
+
+    names = [n for n, side in _sides().items()]
     by_params = {json.dumps(_params(c), sort_keys=True): c for c in cands}
     if enumerate_all and not study.trials:
         for c in cands:
             study.enqueue_trial(_params(c))
-    ev = _Evaluator(data, schema, known, s, th, seed, screen_records, progressbar)
     sign = 1.0 if OBJECTIVES[objective] == "max" else -1.0
     stop, new, since_best, asks = "", 0, 0, 0
     best = max((sign * objective_value(r, objective) for r in records.values()
@@ -558,20 +616,7 @@ def design(
             best, since_best = sign * val, 0
         else:
             since_best += 1
-    if progressbar:
-        say(f"[design] search stopped: {stop}; {len(records)} candidate(s) audited")
-    result = DesignResult(space=space.to_dict(), candidates=list(records.values()),
-                          dropped=[{k: d[k] for k in ("key", "reason")} for d in dropped],
-                          objective=objective, thresholds=th.to_dict(), plan=plan, stop=stop,
-                          start=facts, random_seed=seed, known=known, n_fits=ev.n_fits,
-                          n_space=len(cands),
-                          sampler="enumeration (every candidate)" if enumerate_all else
-                          "Optuna TPE with the verdict lines as constraints")
-    _confirm(result, ev, cands, confirm, root, progressbar)
-    result.peak_memory = peak_memory()
-    if root is not None:
-        result.write(root)
-    return result
+    return stop
 
 
 def _known_methods() -> list[str]:

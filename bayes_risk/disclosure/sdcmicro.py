@@ -145,20 +145,9 @@ def sdcmicro(
     datasets = [z.copy() for z in datasets]
     schema = source.schema if source is not None else None
     z0 = datasets[0]
-    cols = {
-        "pram": released_columns(pram, "pram", z0, schema),
-        "local_suppression": released_columns(local_suppression, "local_suppression", z0,
-                                              schema),
-        "microaggregation": released_columns(microaggregation, "microaggregation", z0, schema),
-        "add_noise": released_columns(add_noise, "add_noise", z0, schema),
-    }
-    for c in cols["pram"]:
-        _check_kind(c, "pram", z0, schema, categorical=True)
-    for c in cols["local_suppression"]:
-        _check_kind(c, "local_suppression", z0, schema, categorical=None)
-    for c in [*cols["microaggregation"], *cols["add_noise"]]:
-        _check_kind(c, "microaggregation" if c in cols["microaggregation"] else "add_noise", z0,
-                    schema, categorical=False)
+    cols = _operation_columns(dict(pram=pram, local_suppression=local_suppression,
+                                   microaggregation=microaggregation, add_noise=add_noise),
+                              z0, schema)
     strata = _check_strata(strata, cols, z0)
     if vals["noise_method"] == "correlated" and cols["add_noise"] and len(cols["add_noise"]) < 2:
         raise ValidationError(f"{arg_name('noise_method', 'correlated')} draws noise with the "
@@ -188,6 +177,22 @@ def sdcmicro(
 
 
 # ---------------------------------------------------------------------------- checks
+def _operation_columns(given: Mapping[str, Sequence[str] | None], z: pd.DataFrame, schema: Any
+                       ) -> dict[str, list[str]]:
+    """The columns of each operation (``given``, by argument: ``pram``,
+    ``local_suppression``, ``microaggregation``, ``add_noise``), each a synthesized column of
+    the release of the kind its operation takes."""
+    cols = {argument: released_columns(c, argument, z, schema) for argument, c in given.items()}
+    for c in cols["pram"]:
+        _check_kind(c, "pram", z, schema, categorical=True)
+    for c in cols["local_suppression"]:
+        _check_kind(c, "local_suppression", z, schema, categorical=None)
+    for c in [*cols["microaggregation"], *cols["add_noise"]]:
+        _check_kind(c, "microaggregation" if c in cols["microaggregation"] else "add_noise", z,
+                    schema, categorical=False)
+    return cols
+
+
 def _check_kind(col: str, argument: str, z: pd.DataFrame, schema: Any,
                 categorical: bool | None) -> None:
     """``categorical=True``: a categorical column (PRAM); ``False``: a continuous one (MDAV,

@@ -254,18 +254,7 @@ def radius_search(
     check_value(statistic, Options(("mean", "median"), listed=True), "statistic")
     options = sweep_options(kwargs, SWEEP_DEFAULTS, "radius_search")
     match = options["match"]
-    if match.radius is not None:
-        raise ValidationError(
-            "radius_search sets every radius itself; give the radii to search as radii=[...] "
-            f"and leave match.radius unset. Got match.radius={match.radius!r}.",
-            code="OPTION_CONFLICT")
-    if match.radius_type == "quantile_sd":
-        raise ValidationError("a radius search needs radius_type 'percentage' or 'absolute'.",
-                              code="INVALID_ARGUMENT")
-    values = _search_values(radii)
-    if isinstance(refine, bool) or not isinstance(refine, int | np.integer) or refine < 0:
-        raise ValidationError(f"refine must be a whole number of points >= 0 (0: the grid's "
-                              f"points only). Got {refine!r}.", code="INVALID_ARGUMENT")
+    values = _check_search(match, radii, refine)
     known_us, known_s = known_columns(original, synthetic, known, synthesized,
                                       options["replicates"])
     # a release's manifest says which integer-coded columns are categories (no radius)
@@ -284,26 +273,81 @@ def radius_search(
     mode = "grid" if full <= max_grid else "coordinate"
     found = list(plan.warnings)
     if mode == "coordinate":  # said wherever the search runs (the audit, identification, Python)
-        text = (f"the radius search over {len(cols)} numeric known columns ({', '.join(cols)}) "
-                f"would take {full:,} grid points, more than max_grid={max_grid:,}: it is a "
-                "coordinate search (each column's radii in turn, the others held), which may miss "
-                "the grid's largest risk (RADIUS_COORDINATE_SEARCH). Search fewer radii, or fewer "
-                "known columns at once")
-        warnings.warn(DataWarning(text + ".", code="RADIUS_COORDINATE_SEARCH"),
-                      skip_file_prefixes=CALLER)
+        _warn_coordinate(cols, full, max_grid)
         found.append("RADIUS_COORDINATE_SEARCH")
     points = (np.array(list(itertools.product(*[values] * len(cols))), dtype=np.float64)
               if mode == "grid" else np.empty((0, len(cols))))
     if progressbar:
-        say(f"radius search over {', '.join(cols)}: "
-            + (f"{full:,} grid points ({len(values)} radii each, 0 = exact)" if mode == "grid"
-               else f"a coordinate search ({len(values)} radii each, 0 = exact; the full grid "
-               f"of {full:,} points exceeds max_grid={max_grid})")
-            + (f", each over the {plan.replicates.R} datasets one at a time"
-               if aggregation == "per_dataset" else
-               f", each pooled over the {plan.replicates.R} datasets"))
-
+        _say_search(cols, len(values), full, max_grid, mode, plan.replicates.R, aggregation)
     why = _not_refined(plan, mode, aggregation, len(points))
+    points, risk, tmr, refined = _run_search(plan, cols, points, values, mode, why, executor,
+                                             statistic, refine, progressbar)
+    summ = _summarise(risk, statistic)
+    arg = _argmax(summ)
+    settings = plan.settings_dict()
+    settings["radius_type"] = plan.rule.radius_type
+    settings["grid"] = "cartesian"
+    settings["search"] = {"mode": mode, "values": list(values), "points": int(len(points)),
+                          "grid_points": int(full if mode == "grid" else len(points)),
+                          "full_grid_points": int(full), "max_grid": int(max_grid),
+                          "refinement": (refined.to_dict() if refined is not None
+                                         else {"status": "not run", "reason": why})}
+    res = RadiusSweepResult(
+        columns=tuple(cols), radii=points, risk=risk, statistic=statistic, risk_summary=summ,
+        r_star=_smallest(points, arg, True), risk_star=float(np.max(summ)), argmax=arg,
+        settings=settings, warnings=found, true_match_rate=tmr)
+    return res.with_search_warnings()
+
+
+def _check_search(match: MatchRule, radii: Any, refine: Any) -> tuple[float, ...]:
+    """The radii searched (:func:`_search_values`), once ``match`` leaves every radius to the
+    search with a radius type that can be searched, and ``refine`` is a count of points."""
+    if match.radius is not None:
+        raise ValidationError(
+            "radius_search sets every radius itself; give the radii to search as radii=[...] "
+            f"and leave match.radius unset. Got match.radius={match.radius!r}.",
+            code="OPTION_CONFLICT")
+    if match.radius_type == "quantile_sd":
+        raise ValidationError("a radius search needs radius_type 'percentage' or 'absolute'.",
+                              code="INVALID_ARGUMENT")
+    values = _search_values(radii)
+    if isinstance(refine, bool) or not isinstance(refine, int | np.integer) or refine < 0:
+        raise ValidationError(f"refine must be a whole number of points >= 0 (0: the grid's "
+                              f"points only). Got {refine!r}.", code="INVALID_ARGUMENT")
+    return values
+
+
+def _warn_coordinate(cols: list[str], full: int, max_grid: int) -> None:
+    """Warn (``RADIUS_COORDINATE_SEARCH``) that the grid of ``full`` points is too large and
+    the search is a coordinate one, which may miss the grid's largest risk."""
+    text = (f"the radius search over {len(cols)} numeric known columns ({', '.join(cols)}) "
+            f"would take {full:,} grid points, more than max_grid={max_grid:,}: it is a "
+            "coordinate search (each column's radii in turn, the others held), which may miss "
+            "the grid's largest risk (RADIUS_COORDINATE_SEARCH). Search fewer radii, or fewer "
+            "known columns at once")
+    warnings.warn(DataWarning(text + ".", code="RADIUS_COORDINATE_SEARCH"),
+                  skip_file_prefixes=CALLER)
+
+
+def _say_search(cols: list[str], n_values: int, full: int, max_grid: int, mode: str, R: int,
+                aggregation: Any) -> None:
+    """State the search's cost before the work: its points and the datasets of each."""
+    say(f"radius search over {', '.join(cols)}: "
+        + (f"{full:,} grid points ({n_values} radii each, 0 = exact)" if mode == "grid"
+           else f"a coordinate search ({n_values} radii each, 0 = exact; the full grid "
+           f"of {full:,} points exceeds max_grid={max_grid})")
+        + (f", each over the {R} datasets one at a time"
+           if aggregation == "per_dataset" else
+           f", each pooled over the {R} datasets"))
+
+
+def _run_search(plan: IdentificationPlan, cols: list[str], points: np.ndarray,
+                values: tuple[float, ...], mode: str, why: str | None, executor: Any,
+                statistic: str, refine: int, progressbar: bool
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, Any]:
+    """Evaluate the search: the grid's ``points`` and, unless ``why`` says it cannot be, the
+    refinement between them; or a coordinate search. Returns the points evaluated, their
+    risks and true match rates ``[B, m]``, and the refinement (``None``: not run)."""
     refined = None
     with _shared_pool(plan, executor, len(points) if mode == "grid" else len(values)) as (
             ex, shared):
@@ -323,21 +367,7 @@ def radius_search(
         else:
             points, risk, tmr = _coordinate_search(lambda r: evaluate(r)[:2], values,
                                                    len(cols), statistic)
-    summ = _summarise(risk, statistic)
-    arg = _argmax(summ)
-    settings = plan.settings_dict()
-    settings["radius_type"] = plan.rule.radius_type
-    settings["grid"] = "cartesian"
-    settings["search"] = {"mode": mode, "values": list(values), "points": int(len(points)),
-                          "grid_points": int(full if mode == "grid" else len(points)),
-                          "full_grid_points": int(full), "max_grid": int(max_grid),
-                          "refinement": (refined.to_dict() if refined is not None
-                                         else {"status": "not run", "reason": why})}
-    res = RadiusSweepResult(
-        columns=tuple(cols), radii=points, risk=risk, statistic=statistic, risk_summary=summ,
-        r_star=_smallest(points, arg, True), risk_star=float(np.max(summ)), argmax=arg,
-        settings=settings, warnings=found, true_match_rate=tmr)
-    return res.with_search_warnings()
+    return points, risk, tmr, refined
 
 
 def _not_refined(plan: IdentificationPlan, mode: str, aggregation: Any, points: int

@@ -20,7 +20,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -310,15 +310,8 @@ def refine(grid: np.ndarray, values: tuple[float, ...], states: list[PointState]
                 new_tmr.append(np.asarray(tmr, dtype=np.float64))
         return [got[p] for p in points]
 
-    # the grid's cells, [v_i, v_(i+1)) in each column and the largest radius on its own: they
-    # partition the radii searched, every corner is a grid point, and every point evaluated
-    # between them is a point of the lattice
-    K = len(vals) - 1
-    h = lattice_step(float(vals[K]))
-    spans = [(float(vals[i]), _below(float(vals[i + 1]), h), float(vals[i + 1]))
-             for i in range(K)] + [(float(vals[K]),) * 3]
-    for cell in itertools.product(spans, repeat=q):
-        lo, hi, top = (tuple(c[i] for c in cell) for i in range(3))
+    h = lattice_step(float(vals[-1]))
+    for lo, hi, top in _cells(vals, h, q):
         push(_Box(lo, hi, top, grid_states[lo], grid_states[top]))
     held.update(grid_states)
     del grid_states  # the boxes hold them now
@@ -359,6 +352,19 @@ def refine(grid: np.ndarray, values: tuple[float, ...], states: list[PointState]
         status="exact" if exact else "bounded",
         risk_bound=best[0] if exact else bound[0], tmr_bound=best[1] if exact else bound[1],
         boxes=boxes, probes=probes, stopped=None if exact else stopped)
+
+
+def _cells(vals: np.ndarray, h: float, q: int) -> Iterator[tuple[tuple, tuple, tuple]]:
+    """The grid's cells as their corners ``(lo, hi, top)``: ``[v_i, v_(i+1))`` in each of the
+    ``q`` columns (``hi`` the last point of the lattice of step ``h`` below ``v_(i+1)``, ``top``
+    the grid point) and the largest radius on its own. They partition the radii searched,
+    every corner is a grid point, and every point evaluated between them is a point of the
+    lattice."""
+    K = len(vals) - 1
+    spans = [(float(vals[i]), _below(float(vals[i + 1]), h), float(vals[i + 1]))
+             for i in range(K)] + [(float(vals[K]),) * 3]
+    for cell in itertools.product(spans, repeat=q):
+        yield tuple(tuple(c[i] for c in cell) for i in range(3))
 
 
 def _summ(v: Any, statistic: str) -> float:

@@ -182,7 +182,6 @@ def utility_summary(
     datasets, source = as_synthetic_list(synthetic, original=original)
     _check_sizes(original, datasets)
     carried = None if source is None else source.schema
-    m = len(datasets)
     schema = resolve_schema(original, datasets, schema=schema, carried=carried,
                             categorical=categorical, synthesized=synthesized, same_rows=False,
                             recoded=() if source is None else source.recoded_columns)
@@ -222,35 +221,9 @@ def utility_summary(
     quality = quality_report(original, datasets, schema=schema)
 
     formulas = list(estimands) if estimands is not None else []
-    comparison = None
-    if formulas:
-        fitted, pers = [], []
-        for f in formulas:
-            t, per, c = _compare(original, datasets, schema, f, family, float(alpha), choice)
-            fitted.append(t)
-            pers.append(per)
-            codes.extend(c)
-        comparison = pd.concat(fitted, ignore_index=True)
-        per_all = np.vstack(pers)
-        overlap = comparison.rename(columns={"term": "estimand"}).copy()
-        overlap["estimand"] = [f"{f}: {t}" for f, t in zip(comparison["formula"],
-                                                           comparison["term"], strict=False)]
-        overlap = overlap.drop(columns=["formula"])
-        kind = "formulas"
-    else:
-        cols = syn_cols or list(schema.names)
-        rows, per_rows = [], []
-        for name, o, s in default_estimands(original, datasets, schema, cols,
-                                            observed=imp.columns):
-            row, per, c = estimand_row(name, o, s, float(alpha), choice)
-            rows.append(row)
-            per_rows.append(per)
-            codes.extend(c)
-        overlap = pd.DataFrame(rows)
-        per_all = np.vstack(per_rows) if per_rows else np.empty((0, m))
-        kind = "means_and_proportions"
-    for l in range(m):
-        overlap[f"overlap_syn{l + 1}"] = per_all[:, l] if per_all.size else []
+    overlap, comparison, kind = _overlap(original, datasets, schema, formulas, family,
+                                         float(alpha), choice, syn_cols or list(schema.names),
+                                         imp.columns, codes)
     settings = {
         # where the synthesized columns came from (the printed headline says it)
         "synthesized_roles": "given" if synthesized is not None else
@@ -272,6 +245,45 @@ def utility_summary(
         synthesized=list(syn_cols), synthesized_inferred=inferred, settings=settings,
         warnings=list(dict.fromkeys(codes)), tables=tables, marginals=marginals,
         quality=quality)
+
+
+def _overlap(original: pd.DataFrame, datasets: list[pd.DataFrame], schema: Schema,
+             formulas: list[str], family: Any, alpha: float, choice: Any, cols: list[str],
+             observed: Iterable[str], codes: list[str]
+             ) -> tuple[pd.DataFrame, pd.DataFrame | None, str]:
+    """The interval overlap of each estimand, one column per dataset: of the terms of the
+    fitted ``formulas``, else of the default estimands of ``cols`` (``observed``: imputed
+    columns, over the original's observed cells). Returns the overlap table, the fitted
+    models' comparison (``None`` without formulas) and the kind of estimands; appends the
+    warning codes to ``codes``."""
+    comparison = None
+    if formulas:
+        fitted, pers = [], []
+        for f in formulas:
+            t, per, c = _compare(original, datasets, schema, f, family, alpha, choice)
+            fitted.append(t)
+            pers.append(per)
+            codes.extend(c)
+        comparison = pd.concat(fitted, ignore_index=True)
+        per_all = np.vstack(pers)
+        overlap = comparison.rename(columns={"term": "estimand"}).copy()
+        overlap["estimand"] = [f"{f}: {t}" for f, t in zip(comparison["formula"],
+                                                           comparison["term"], strict=False)]
+        overlap = overlap.drop(columns=["formula"])
+        kind = "formulas"
+    else:
+        rows, per_rows = [], []
+        for name, o, s in default_estimands(original, datasets, schema, cols, observed=observed):
+            row, per, c = estimand_row(name, o, s, alpha, choice)
+            rows.append(row)
+            per_rows.append(per)
+            codes.extend(c)
+        overlap = pd.DataFrame(rows)
+        per_all = np.vstack(per_rows) if per_rows else np.empty((0, len(datasets)))
+        kind = "means_and_proportions"
+    for l in range(len(datasets)):
+        overlap[f"overlap_syn{l + 1}"] = per_all[:, l] if per_all.size else []
+    return overlap, comparison, kind
 
 
 def _roles(

@@ -103,47 +103,13 @@ def grow_tree(X, w, y, n_classes, mtry, nodesize, rng):  # noqa: C901 - one kern
             if xs[order[0]] >= xs[order[-1]]:
                 continue
             if cat:
-                rln, rld, rrn, rrd = 0.0, 0.0, pno, size
-                wl[:] = 0.0
-                wr[:n_classes] = tot[:n_classes]
-                ntie = 1
-                for i in range(e - s - 1):
-                    c = cases[order[i]]
-                    u = w[c]
-                    kk = np.int64(y[c])
-                    rln += u * (2 * wl[kk] + u)
-                    rrn += u * (-2 * wr[kk] + u)
-                    rld += u
-                    rrd -= u
-                    wl[kk] += u
-                    wr[kk] -= u
-                    if xs[order[i]] < xs[order[i + 1]] and min(rrd, rld) > 1.0e-5:
-                        crit = rln / rld + rrn / rrd
-                        if crit > critmax:
-                            best_var, best_pos, best_order = var, i, order
-                            critmax = crit
-                            ntie = 1
-                        if crit == critmax:
-                            ntie += 1
-                            if rng.random() < 1.0 / ntie:
-                                best_var, best_pos, best_order = var, i, order
+                pos, critmax = _gini_scan(xs, order, cases, w, y, tot, wl, wr, n_classes, pno,
+                                          size, critmax, rng)
+                if pos >= 0:
+                    best_var, best_pos, best_order = var, pos, order
             else:
-                suml, sumr, npl, npr = 0.0, sumnode, 0.0, size
-                within, pos, tie_val = 0.0, -1, 1
-                for i in range(e - s - 1):
-                    c = cases[order[i]]
-                    suml += w[c] * y[c]
-                    sumr -= w[c] * y[c]
-                    npl += w[c]
-                    npr -= w[c]
-                    if xs[order[i]] < xs[order[i + 1]]:
-                        crit = suml * suml / npl + sumr * sumr / npr - crit_parent
-                        if crit > within:
-                            pos, within, tie_val = i, crit, 1
-                        if crit == within:
-                            tie_val += 1
-                            if rng.random() < 1.0 / tie_val:
-                                pos = i
+                pos, within = _squares_scan(xs, order, cases, w, y, sumnode, size, crit_parent,
+                                            rng)
                 if pos < 0:
                     continue
                 if within > best_all:
@@ -170,3 +136,61 @@ def grow_tree(X, w, y, n_classes, mtry, nodesize, rng):  # noqa: C901 - one kern
         st_s[sp], st_e[sp], st_par[sp], st_side[sp] = s, mid, k, 0
         sp += 1
     return left[:count], right[:count], feature[:count], threshold[:count]
+
+
+@_nb.njit(cache=True, nogil=True)
+def _gini_scan(xs, order, cases, w, y, tot, wl, wr, n_classes, pno, size, critmax, rng):
+    """A classification node's cut-offs along one input (``xs``, sorted by ``order``): the
+    last position that became the best (a larger Gini criterion than ``critmax``, or a tie
+    drawn in randomForest's sequence; -1: none) and the largest criterion since. ``tot`` holds
+    the node's weight per class; ``wl``, ``wr`` are work arrays."""
+    rln, rld, rrn, rrd = 0.0, 0.0, pno, size
+    wl[:] = 0.0
+    wr[:n_classes] = tot[:n_classes]
+    ntie = 1
+    best = -1
+    for i in range(cases.size - 1):
+        c = cases[order[i]]
+        u = w[c]
+        kk = np.int64(y[c])
+        rln += u * (2 * wl[kk] + u)
+        rrn += u * (-2 * wr[kk] + u)
+        rld += u
+        rrd -= u
+        wl[kk] += u
+        wr[kk] -= u
+        if xs[order[i]] < xs[order[i + 1]] and min(rrd, rld) > 1.0e-5:
+            crit = rln / rld + rrn / rrd
+            if crit > critmax:
+                best = i
+                critmax = crit
+                ntie = 1
+            if crit == critmax:
+                ntie += 1
+                if rng.random() < 1.0 / ntie:
+                    best = i
+    return best, critmax
+
+
+@_nb.njit(cache=True, nogil=True)
+def _squares_scan(xs, order, cases, w, y, sumnode, size, crit_parent, rng):
+    """A regression node's best cut-off along one input (``xs``, sorted by ``order``): its
+    position (-1: none lowers the squared error; ties drawn in randomForest's sequence) and
+    its gain over the parent's criterion ``crit_parent``."""
+    suml, sumr, npl, npr = 0.0, sumnode, 0.0, size
+    within, pos, tie_val = 0.0, -1, 1
+    for i in range(cases.size - 1):
+        c = cases[order[i]]
+        suml += w[c] * y[c]
+        sumr -= w[c] * y[c]
+        npl += w[c]
+        npr -= w[c]
+        if xs[order[i]] < xs[order[i + 1]]:
+            crit = suml * suml / npl + sumr * sumr / npr - crit_parent
+            if crit > within:
+                pos, within, tie_val = i, crit, 1
+            if crit == within:
+                tie_val += 1
+                if rng.random() < 1.0 / tie_val:
+                    pos = i
+    return pos, within
