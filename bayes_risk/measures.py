@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import functools
 
-from bayes_risk.auditing.outcome import Measure, Need, StepCost, Work
+from bayes_risk.auditing.outcome import Contributions, Measure, Need, StepCost, Work
 from bayes_risk.exceptions import ValidationError
 
-__all__ = ["GROUP", "Measure", "Need", "StepCost", "Work", "get_measure", "measures", "register",
-           "unregister"]
+__all__ = ["GROUP", "Contributions", "Measure", "Need", "StepCost", "Work", "get_measure",
+           "measures", "register", "unregister"]
 
 #: the entry-point group third-party measures are registered in
 GROUP = "bayes_risk.measures"

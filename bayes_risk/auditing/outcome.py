@@ -4,7 +4,7 @@ step, settings rows, verdict and report sections, with what its step costs
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -13,8 +13,8 @@ from bayes_risk.exceptions import ValidationError
 if TYPE_CHECKING:  # the plan's module imports pandas; bayes_risk.measures stays light
     from bayes_risk.auditing.plan import AuditPlan
 
-__all__ = ["README_SIZES", "Measure", "Need", "StepCost", "StepOutcome", "Work", "step_file",
-           "where_text"]
+__all__ = ["README_SIZES", "Contributions", "Measure", "Need", "StepCost", "StepOutcome", "Work",
+           "step_file", "where_text"]
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,30 @@ class StepCost:
     compile_seconds: float = 0.0
 
 
+@dataclass(frozen=True)
+class Contributions:
+    """What each target contributes to a verdict line, which the explanation of a rise after a
+    remedy compares target by target (:attr:`Measure.contributions`).
+
+    Parameters
+    ----------
+    values : numpy.ndarray
+        One contribution a target, whose mean is the line's value (as a fraction).
+    moved : str
+        The sentence of the targets whose contribution rose and fell, with ``{up}``, ``{n}``
+        and ``{down}`` (counts) to fill; two runs are compared when their ``moved`` is one.
+    where : str
+        The intruder's choices that gave the line, in words (``"Income ±10 %"``).
+    label : str
+        What ``where`` is, as the sentence names it (``"the radii that give the line"``).
+    """
+
+    values: Any
+    moved: str
+    where: str
+    label: str
+
+
 #: the sizes the package's own rates were measured at and are trusted for
 #: (``StepCost.sizes``): the README's audit (``make_ce_like(n, random_seed=1)``, CART
 #: release of Tenure, Expenditure and Income, m = 5, 2 known numeric columns searched over 81
@@ -130,13 +154,36 @@ class Measure:
     cost : StepCost, optional
         What the step costs, as measured: its memory and CPU time, which the audit's plan
         states before the first step (``None``: neither is estimated).
+    caveats : mapping of str to tuple of str
+        The warning codes that question a verdict line of the measure, by the line's kind (the
+        name ``line_caveats`` is given); listed by ``bayes_risk.auditing.verdicts.CAVEATS``.
+    risk : bool
+        Whether the verdict lines measure a risk (``False``: utility); the explanation of a
+        rise after a remedy reads the risk lines alone.
+    intruders_by_line : bool
+        Whether the report's list of intruders names each verdict line by its measure, its
+        lines' intruders differing by what they know (``False``: by the step).
+    not_assessed : callable, optional
+        ``not_assessed(plan, outcome) -> list[str]``: what the verdict does not assess of the
+        release although the step ran (``AuditResult.not_assessed``; ``None``: nothing).
+    contributions : callable, optional
+        ``contributions(ctx, outcome, value) -> Contributions | None``: what each target
+        contributes to the step's line of ``value`` (per cent) in ``outcome``, run with
+        ``ctx``, for the explanation of a rise after a remedy (``None``: not compared target
+        by target).
+    together : callable, optional
+        ``together(result: AuditResult) -> list[str]``: sentences reading the measure's lines
+        with another measure's where they seem to disagree (the report's "Reading the lines
+        together"; ``None``: none).
 
     Raises
     ------
     ValidationError
         ``MEASURE_BROKEN`` when a field naming code holds something other than a callable (an
         import path ``"module:attribute"`` included: import the object and name it), or
-        ``cost`` something other than a :class:`StepCost`.
+        ``cost`` something other than a :class:`StepCost`, ``caveats`` something other than
+        a mapping of names to tuples of codes, or ``risk`` or ``intruders_by_line`` something
+        other than a bool.
     """
 
     name: str
@@ -148,6 +195,13 @@ class Measure:
     sections: tuple[Callable[..., Any], ...] = ()
     settings: Callable[[AuditPlan], None] | None = None
     cost: StepCost | None = None
+    # a mapping is not hashable: the record hashes as before, by its other fields
+    caveats: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
+    risk: bool = True
+    intruders_by_line: bool = False
+    not_assessed: Callable[[AuditPlan, StepOutcome], list[str]] | None = None
+    contributions: Callable[[Any, StepOutcome, float], Contributions | None] | None = None
+    together: Callable[[Any], list[str]] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.sections, tuple):
@@ -157,8 +211,20 @@ class Measure:
             raise ValidationError(f"Measure {self.name!r}: cost must be a "
                                   f"bayes_risk.measures.StepCost; got {self.cost!r}.",
                                   code="MEASURE_BROKEN")
+        if not isinstance(self.caveats, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, tuple)
+                and all(isinstance(c, str) for c in v) for k, v in self.caveats.items()):
+            raise ValidationError(f"Measure {self.name!r}: caveats must map each kind of line "
+                                  "to a tuple of warning codes; got "
+                                  f"{self.caveats!r}.", code="MEASURE_BROKEN")
+        for key in ("risk", "intruders_by_line"):
+            if not isinstance(getattr(self, key), bool):
+                raise ValidationError(f"Measure {self.name!r}: {key} must be True or False; "
+                                      f"got {getattr(self, key)!r}.", code="MEASURE_BROKEN")
         named = {"step": self.step, "function": self.function, "result": self.result,
                  "verdict": self.verdict, "settings": self.settings,
+                 "not_assessed": self.not_assessed, "contributions": self.contributions,
+                 "together": self.together,
                  **{f"sections[{i}]": s for i, s in enumerate(self.sections)},
                  **({"cost.work": self.cost.work, "cost.need": self.cost.need}
                     if self.cost is not None else {})}

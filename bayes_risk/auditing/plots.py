@@ -67,7 +67,7 @@ RISK_PANELS_PER_ROW = 3
 
 def utility_risk_figure(points: pd.DataFrame) -> Any:
     """One point per synthetic dataset: S_pMSE against each risk measure of ``points``
-    (:func:`~bayes_risk.auditing.render.utility_risk_points`), one panel each, in rows of
+    (:func:`~bayes_risk.auditing.measures.utility.utility_risk_points`), one panel each, in rows of
     :data:`RISK_PANELS_PER_ROW`, with the thresholds (dashed) and the pooled values the verdict
     reads (dotted); a measure past its threshold (``points.attrs["exceeds"]``) has its panel
     framed in red. Datasets whose points fall together share one label."""

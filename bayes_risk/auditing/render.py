@@ -16,7 +16,6 @@ import pandas as pd
 
 from bayes_risk.auditing.compare import CARRIED
 from bayes_risk.auditing.outcome import where_text
-from bayes_risk.auditing.plan import radius_text
 from bayes_risk.auditing.report_blocks import Block, Links, Section, Span, step_section
 from bayes_risk.results._format import format_number
 from bayes_risk.warning_codes import message
@@ -137,110 +136,15 @@ def _baseline(b: Any, links: Links) -> dict[str, Any]:
 def _intruders(result: Any) -> list[tuple[str, str, str]]:
     """Who the intruder of each verdict line is and the worst case over their choices the line
     takes, once per distinct description."""
+    from bayes_risk.measures import measures
+
+    by_line = {m.name for m in measures() if m.intruders_by_line}
     seen: dict[tuple[str, str], list[str]] = {}
     for v in result.verdicts:
-        if v.intruder:  # the disclosure lines differ by keys and target: named by measure
+        if v.intruder:  # lines whose intruders differ by what they know: named by measure
             seen.setdefault((v.intruder, v.worst_case), []).append(
-                v.measure if v.step == "disclosure" else v.step)
+                v.measure if v.step in by_line else v.step)
     return [(", ".join(dict.fromkeys(ms)), who, worst) for (who, worst), ms in seen.items()]
-
-
-def utility_risk_points(result: Any) -> pd.DataFrame | None:
-    """One row per dataset: S_pMSE and the risk measures of the utility-and-risk figure —
-    every verdict line with a value per dataset (the identification rates, repU of each set
-    of keys, DiSCO of every target: issue 66, the ACS report drew the first target's DiSCO
-    alone, not the target past its threshold). ``attrs``: each column's ``thresholds``, the
-    pooled ``verdict`` value where the line reads one, and the columns past their threshold
-    (``exceeds``)."""
-    u, i, d = (result.step(n) for n in ("utility", "identification", "disclosure"))
-    if u.status != "ran":
-        return None
-    plan = result.plan
-    th = plan.thresholds
-    pts = pd.DataFrame({"dataset": np.arange(1, plan.m + 1),
-                        "S_pMSE": np.asarray(u.result.pmse.ratio, dtype=float)})
-    thresholds: dict[str, float] = {"S_pMSE": th.s_pmse}
-    verdict: dict[str, float] = {}
-    exceeds: list[str] = []
-    lines = {v.threshold_name: v for v in result.verdicts}
-
-    def add(col: str, values: Any, line: Any, threshold: float) -> None:
-        pts[col] = np.asarray(values, dtype=float)
-        thresholds[col] = threshold
-        if line is not None and line.exceeds:
-            exceeds.append(col)
-
-    # a baseline of the original is the same for every dataset: not plotted
-    if i.status == "ran" and i.result.per_dataset is not None and \
-            not plan.identification_release_independent:
-        n = float(i.result.file["n_targets"])
-        sw = i.extra.get("sweep")
-        # at the worst case over the radii, as the verdict reads each line (the true match
-        # rate's may lie at other radii than the risk's)
-        per = i.result.to_dict()["summary"]["per_dataset"]
-        cols = {"expected_match_rate": (np.asarray(per["expected_match_risk"], float) / n,
-                                        plan.radius),
-                "true_match_rate": (np.asarray(per["true_match_risk"], float) / n, plan.radius)}
-        if sw is not None and sw.argmax:
-            cols["expected_match_rate"] = (np.asarray(sw.risk[sw.argmax[0]], float) / n,
-                                           sw.radii_at(sw.argmax[0]))
-        if sw is not None and sw.tmr_argmax and sw.true_match_rate is not None:
-            cols["true_match_rate"] = (np.asarray(sw.true_match_rate[sw.tmr_argmax[0]], float),
-                                       sw.radii_at(sw.tmr_argmax[0]))
-        for name, (share, rad) in cols.items():
-            line = lines.get(name)
-            if line is None:
-                continue
-            col = f"{name.replace('_', ' ')} (% of targets), {radius_text(rad)}"
-            add(col, share * 100, line, getattr(th, name) * 100)
-            if line.detail.startswith("larger: pooled"):
-                verdict[col] = line.value
-    if d.status == "ran":
-        seen: set[tuple[str, ...]] = set()
-        for t, res in d.result.items():
-            fixed = plan.release_independent_keys(t)
-            if not fixed and tuple(res.keys) not in seen:
-                seen.add(tuple(res.keys))
-                add(f"repU (% of records), keys {', '.join(res.keys)}",
-                    res.ident["repU"].to_numpy(dtype=float),
-                    _line(result, "disclosure", f"repU (%), keys {', '.join(res.keys)}"),
-                    th.repU)
-            if not (fixed and t not in plan.synthesized):
-                add(f"DiSCO (% of records), target {t}", res.attrib["DiSCO"].to_numpy(dtype=float),
-                    _line(result, "disclosure", f"DiSCO (%), target {t}"), th.DiSCO)
-    pts.attrs.update(thresholds=thresholds, verdict=verdict, exceeds=exceeds)
-    return pts if pts.shape[1] > 2 else None
-
-
-def _line(result: Any, step: str, measure: str) -> Any:
-    """The verdict line of ``step`` measuring ``measure``, or ``None``."""
-    return next((v for v in result.verdicts if v.step == step and v.measure == measure), None)
-
-
-def _utility_risk(result: Any, links: Links) -> Section | None:
-    from bayes_risk.auditing.plots import utility_risk_figure
-
-    pts = utility_risk_points(result)
-    if pts is None:
-        return None
-    sec = Section("utility-risk", "Utility and risk together")
-    sec.p("One panel per verdict line with a value per dataset (each set of keys' repU, each "
-          "target's DiSCO); a line past its threshold has its panel framed in red and "
-          "marked ✖. Each point is one released synthetic dataset, its number beside it "
-          "(datasets whose points fall together share one label, \"1, 3\") (Hornby & Hu "
-          "2021, Figs 8 and 9): further left is more useful, lower is less risky; the box "
-          "spans the first to the third quartile of the datasets. The dashed lines are the "
-          "thresholds of the verdict lines; the axes start at 0, so that the spread between "
-          "datasets is seen against the threshold, not magnified. The share ranked first of "
-          "attribute risk has no value per dataset (the intruder reads them all at once) and "
-          "no panel."
-          + (" The dotted line is the value the verdict line reads: the intruder holding all "
-             "the datasets pools them, which no single dataset shows."
-             if pts.attrs.get("verdict") else ""))
-    sec.blocks.append(links.figure(lambda: utility_risk_figure(pts), "utility_risk.png",
-                                   "Utility (S_pMSE) against risk, one point per dataset"))
-    sec.blocks[-1].wide = True
-    return sec
 
 
 def _sending(result: Any, links: Links, bundle: str | None) -> list[Span]:
@@ -259,61 +163,12 @@ def _sending(result: Any, links: Links, bundle: str | None) -> list[Span]:
                  "this file alone, whose links would break.")]
 
 
-def _reading_together(result: Any) -> list[str]:
-    """Sentences reconciling DiSCO with the attribute line when they seem to disagree."""
-    v = result.verdicts
-    att = next((x for x in v if x.step == "attribute"), None)
-    disco = [x for x in v if x.threshold_name == "DiSCO"]
-    if att is None or not disco or all(d.exceeds == att.exceeds for d in disco):
-        return []
-    d_step = result.step("disclosure")
-    sm = result.step("attribute").extra.get("summary") or {}
-    null = (sm.get("null") or {}).get("prop_top") or {}
-    expected = format_number(100 * float(null.get("expected", np.nan)), 3, plain=True)
-    parts = []
-    for x in disco:
-        t = x.measure.rsplit("target ", 1)[-1]
-        res = d_step.result[t] if t in d_step.result else None
-        diodi = (f", of which {format_number(float(res.means()['DiSDiO']), 3, plain=True)} % "
-                 "can be read off the original too (DiSDiO)" if res is not None else "")
-        parts.append(f"{t} {format_number(x.value, 3, plain=True)} %{diodi}")
-    keys = ", ".join(next(iter(d_step.result.values())).keys)
-    att_txt = (f"the attribute line ({format_number(att.value, 3, plain=True)} % of records "
-               f"have their true values ranked first, against {expected} % expected of a "
-               "release that says nothing about the records)")
-    if any(d.exceeds for d in disco) and not att.exceeds:
-        return [
-            f"DiSCO exceeds its threshold while {att_txt} is within: they measure different "
-            "things. DiSCO (" + "; ".join(parts) + ") counts the records whose key "
-            f"combination ({keys}) shows a single value of the target in the release and that "
-            "value is their own: an intruder who knows only the keys reads it off, whether "
-            "the release learned it from this record or from the others who share its keys "
-            "— a risk to groups of records whose keys predict the target. The attribute line "
-            "asks whether the release makes a record's own true values more probable than "
-            "their alternatives for an intruder who already knows everything else (the "
-            "synthesis model and every other record): it finds nothing the release tells "
-            "about single records beyond what the others explain. Both hold: the release "
-            "discloses through key combinations with a single target value, which coarser "
-            "keys address (DiSCO's remedies), not through what it learned from each record."]
-    return [
-        f"The attribute line exceeds its threshold while DiSCO is within ({'; '.join(parts)}): "
-        "they measure different things. The attribute intruder knows the synthesis model and "
-        "every other record and weighs each candidate value of the synthesized columns, "
-        f"{att_txt}; DiSCO's intruder knows only the keys ({keys}) and reads a value off the "
-        "key combinations that show a single one. A release can tell about single records "
-        "(released original values, as a CART synthesizer's donors) without any key "
-        "combination showing a single value."]
-
-
 def _context(result: Any, links: Links, bundle: str | None = None) -> dict[str, Any]:
     plan = result.plan
     from bayes_risk.measures import measures
 
     # each registered measure's sections, in the order of the steps
     sections = [section(result, links) for m in measures() for section in m.sections]
-    ur = _utility_risk(result, links)
-    if ur is not None:
-        sections.insert(0, ur)
     steps = [{"title": s.title, "status": s.status, "reason": s.reason,
               "seconds": f"{s.seconds:.1f}", "where": where_text(s),
               "folder": links.href(s.folder),
@@ -351,7 +206,9 @@ def _context(result: Any, links: Links, bundle: str | None = None) -> dict[str, 
         "status_word": word, "headline": reason,
         # the headline is shown on its own, the other sentences after it
         "verdict_sentences": [t for t in result.verdict_sentences() if t != result.headline],
-        "together": _reading_together(result),
+        # each measure's sentences reading its lines with another's (Measure.together)
+        "together": [t for m in measures() if m.together is not None
+                     for t in m.together(result)],
         "sending": _sending(result, links, bundle),
         "guide_href": GUIDE_FILE,
         "baselines": [_baseline(b, links) for b in result.baselines],

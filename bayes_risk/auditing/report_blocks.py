@@ -187,20 +187,12 @@ def step_section(step: str, anchor: str, title: str) -> Callable[..., Callable[.
     return wrap
 
 
-def known_sweep_blocks(sec: Section, ks: Any, s: Any, links: Links) -> None:
-    """The knowledge sweep of the identification or the attribute step."""
+def known_sweep_blocks(sec: Section, ks: Any, s: Any, links: Links, *, what: str, fig: str,
+                       unit: str, last: str) -> None:
+    """The knowledge sweep ``ks`` of step ``s``, in its measure's words: ``what`` the subsets
+    are, ``fig`` the frontier figure's caption, ``unit`` what the levels' shares count and
+    ``last`` the levels table's last column."""
     m1, m2 = ks.shapley_measures
-    if ks.kind == "identification":
-        what = ("The same measures for every subset of the known columns "
-                f"({len(ks.table)} subsets; the empty set is the intruder who knows nothing)")
-        fig = "Expected match risk against the number of known columns"
-        unit, last = "targets", "true_matches"
-    else:
-        what = ("The same measures for every subset of the synthesized known columns the "
-                "intruder may also know of the target's own values "
-                f"({len(ks.table)} subsets; the empty set is the worst case above)")
-        fig = "Mean p_true against the number of the record's own values known"
-        unit, last = "records", "truth_first"
     lv_cols = ["variable", "level", "n_targets", "share_targets", "share_risk", "risk_ratio",
                last]
     sec.p(Span("Sensitivity to the intruder's knowledge. ", strong=True),

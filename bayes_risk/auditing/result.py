@@ -9,21 +9,30 @@ from typing import Any
 
 import pandas as pd
 
+from bayes_risk.auditing import verdicts
 from bayes_risk.auditing.outcome import StepOutcome, where_text
 from bayes_risk.auditing.plan import AuditPlan
 from bayes_risk.auditing.verdict_base import short_name
 from bayes_risk.auditing.verdicts import (
-    CAVEATS,
     Baseline,
     Verdict,
     verdict_lines,
     verdict_steps,
 )
+from bayes_risk.measures import measures
 from bayes_risk.results._base import RiskResult, draws
 from bayes_risk.results._summary import ResultWarning, Summary
 
 # importable from here, as before
-__all__ = ["AuditResult", "Baseline", "CAVEATS", "StepOutcome", "Verdict"]
+__all__ = ["AuditResult", "Baseline", "CAVEATS",  # noqa: F822 - CAVEATS: __getattr__ below
+           "StepOutcome", "Verdict"]
+
+
+def __getattr__(name: str) -> Any:
+    """``CAVEATS``, as :mod:`~bayes_risk.auditing.verdicts` reads it from the registry."""
+    if name == "CAVEATS":
+        return verdicts.CAVEATS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _fit_order(fit: Any) -> tuple[int, int]:
@@ -136,10 +145,13 @@ class AuditResult(RiskResult):
         with_lines = verdict_steps()
         out = [f"{s.title.lower()} ({s.status})" for s in self.steps
                if s.status != "ran" and s.name in with_lines]
-        if self.step("identification").status == "ran" and \
-                self.plan.identification_release_independent:
-            out.append("identification risk of the release (the intruder knows no synthesized "
-                       "column; its figures are a baseline of the original)")
+        by_name: dict[str, StepOutcome] = {}
+        for s in self.steps:
+            by_name.setdefault(s.name, s)
+        for m in measures():  # what a step that ran leaves unassessed (Measure.not_assessed)
+            s = by_name.get(m.name)
+            if m.not_assessed is not None and s is not None and s.status == "ran":
+                out += m.not_assessed(self.plan, s)
         return out
 
     @property

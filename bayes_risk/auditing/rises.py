@@ -13,10 +13,11 @@ line's step is run again, with this audit's settings, on
 * the remedied release with the values of one remedied column taken back from the release
   before (one run per column): how much of the rise undoing that column takes back.
 
-For the identification lines the targets are compared one by one: those whose contribution
-(a correct unique match, for the true match rate) rose, and for each remedied column how many
-of them fall back when it alone is undone. Nothing is guessed: a figure that cannot be computed
-(the release before the remedy moved or changed, rows removed) is said to be so, and why.
+For a measure whose record gives its ``contributions`` (the identification lines) the targets
+are compared one by one: those whose contribution (a correct unique match, for the true match
+rate) rose, and for each remedied column how many of them fall back when it alone is undone.
+Nothing is guessed: a figure that cannot be computed (the release before the remedy moved or
+changed, rows removed) is said to be so, and why.
 """
 
 from __future__ import annotations
@@ -24,14 +25,13 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from bayes_risk.auditing.outcome import StepOutcome
-from bayes_risk.auditing.plan import radius_text
+from bayes_risk.auditing.outcome import Contributions, StepOutcome
 
 __all__ = ["rise_causes", "remedy_origin", "remedied_columns"]
 
@@ -141,64 +141,6 @@ def _rerun(ctx: Any, step: Any, verdict: Any,
     return {v.measure: float(v.value) for v in lines if hasattr(v, "direction")}, outcome, sub
 
 
-#: what one target contributes to an identification line, by the line's figure
-_CONTRIBUTION = ("expected match", "correct unique match")
-
-#: the sentence of targets whose contribution rose and fell, by what they contribute
-_MOVED = {
-    "expected match": "{up:,} of {n:,} targets have a larger expected match (1/c when the true "
-                      "record is among their c matches) after the remedy, {down:,} a smaller",
-    "correct unique match": "{up:,} of {n:,} targets became correct unique matches after the "
-                            "remedy, {down:,} ceased to be",
-    "correct unique match per dataset": "{up:,} of {n:,} targets are correct unique matches in "
-                                        "more datasets after the remedy, {down:,} in fewer",
-}
-
-
-def _per_target(ctx: Any, outcome: Any, value: float
-                ) -> tuple[np.ndarray, str, dict[str, float]] | None:
-    """The identification step's per-target contributions to the line whose value is
-    ``value`` (per cent): the step's own run again at the radii that gave the line (pooled or
-    one dataset at a time, whichever it reads), each target's correct unique match or expected
-    match; ``None`` for another line, or when no run gives the value."""
-    if outcome is None or outcome.name != "identification" or outcome.status != "ran":
-        return None
-    from bayes_risk.auditing.context import identification_kwargs
-    from bayes_risk.auditing.measures.identification import identification_figures
-    from bayes_risk.identification.api import identification_risk
-
-    pooled = outcome.extra.get("pooled")
-    if pooled is None:
-        return None
-    n = float(pooled.result.file["n_targets"])
-    p = ctx.plan
-    for agg, sweep, res in (("pooled", pooled.sweep, pooled.result),
-                            ("per_dataset", outcome.extra.get("sweep"), outcome.result)):
-        figs = identification_figures(sweep, res, n, per_dataset=agg == "per_dataset")
-        for (fig, radius, _, _), what in zip(figs, _CONTRIBUTION, strict=True):
-            if not math.isclose(fig * 100, value, rel_tol=1e-9, abs_tol=1e-9):
-                continue
-            kw = identification_kwargs(ctx)
-            match = kw["match"].replace(radius=dict(radius) or None)
-            if agg == "pooled":  # as the step's pooled run
-                match = match.replace(fallback=None)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                r = identification_risk(ctx.original, ctx.synthetic, known=list(p.known),
-                                        synthesized=list(p.known_synthesized),
-                                        **{**kw, "match": match, "aggregation": agg,
-                                           "progressbar": False})
-            if agg == "pooled":
-                vec = r.records["IR" if what == _CONTRIBUTION[0] else "K"].to_numpy(float)
-            else:
-                vec = (np.asarray(r.record_IR, dtype=float) if what == _CONTRIBUTION[0]
-                       else np.asarray(r.K, dtype=float).mean(axis=1))
-            if math.isclose(float(np.nanmean(vec)) * 100, value, rel_tol=1e-9, abs_tol=1e-9):
-                return vec, what + (" per dataset" if agg == "per_dataset"
-                                    and what == _CONTRIBUTION[1] else ""), dict(radius)
-    return None
-
-
 def _digits(*values: float | None) -> int:
     """Significant digits (3 at least) that tell the figures of a sentence apart: a rise of
     27.955 % to 28.003 % is no "28 % to 28 %"."""
@@ -224,10 +166,12 @@ def _own_rows_changed(before: Any, after: Any, column: str, records: np.ndarray)
 
 def _line_cause(measure: str, unit: str, after: float, rerun: Mapping[str, Any],
                 columns: Mapping[str, str], removed: bool,
-                releases: tuple[Any, Any] | None = None) -> str:
+                releases: tuple[Any, Any] | None = None,
+                contributions: Callable[..., Contributions | None] | None = None) -> str:
     """The sentence of one risen line from the runs on the release before and the undone
     columns (``rerun``: ``"before"``, ``"after"`` and each column -> (lines, outcome,
-    context); ``releases``: the datasets before and after the remedy)."""
+    context); ``releases``: the datasets before and after the remedy; ``contributions``: its
+    measure's, to compare the runs target by target)."""
     u = f" {unit}" if unit else ""
     lines0, out0, ctx0 = rerun["before"]
     if measure not in lines0:
@@ -265,28 +209,29 @@ def _line_cause(measure: str, unit: str, after: float, rerun: Mapping[str, Any],
             text += (". On the release before the remedy the line is as high: the rise against "
                      "the earlier audit comes from its other settings, not from the remedy")
     _, out1, ctx1 = rerun["after"]
-    f0, f1 = _per_target(ctx0, out0, v0), _per_target(ctx1, out1, after)
-    if f0 is not None and f1 is not None and f0[1] == f1[1]:
-        (t0, what, r0), (t1, _, r1) = f0, f1
+    f0 = f1 = None
+    if contributions is not None:
+        f0, f1 = contributions(ctx0, out0, v0), contributions(ctx1, out1, after)
+    if f0 is not None and f1 is not None and f0.moved == f1.moved:
+        t0, t1 = f0.values, f1.values
         up, down = t1 > t0 + _TOLERANCE, t1 < t0 - _TOLERANCE
-        text += ". Target by target: " + _MOVED[what].format(up=int(up.sum()), n=t1.size,
-                                                             down=int(down.sum()))
-        text += (f" (at the radii that give the line: {radius_text(r0)} before, "
-                 f"{radius_text(r1)} after)" if r0 != r1 else
-                 f" (at the radii that give the line, {radius_text(r1)})")
+        text += ". Target by target: " + f1.moved.format(up=int(up.sum()), n=t1.size,
+                                                         down=int(down.sum()))
+        text += (f" (at {f1.label}: {f0.where} before, {f1.where} after)" if f0.where != f1.where
+                 else f" (at {f1.label}, {f1.where})")
         per_col = []
         for c in columns:
             lines_c, out_c, ctx_c = rerun.get(c, ({}, None, None))
-            fc = (_per_target(ctx_c, out_c, lines_c[measure]) if measure in lines_c
+            fc = (contributions(ctx_c, out_c, lines_c[measure]) if measure in lines_c
                   else None)
-            if fc is not None and fc[1] == what:
-                back = up & (np.abs(fc[0] - t0) <= _TOLERANCE)
+            if fc is not None and fc.moved == f1.moved:
+                back = up & (np.abs(fc.values - t0) <= _TOLERANCE)
                 part = f"undoing {c} takes {int(back.sum()):,} back"
                 own = -1 if releases is None else _own_rows_changed(*releases, c, back)
                 if own >= 0 and back.any():
                     part += (f" ({own:,} of them with their own released {c} changed by the "
-                             "remedy; the others through the rows that match them or the "
-                             f"radii that give the line, which {c}'s remedy moved too)")
+                             "remedy; the others through the rows that match them or "
+                             f"{f1.label}, which {c}'s remedy moved too)")
                 per_col.append(part)
         if per_col and up.any():
             text += f". Of those {int(up.sum()):,}, " + "; ".join(per_col)
@@ -310,7 +255,8 @@ def rise_causes(ctx: Any, outcomes: Sequence[StepOutcome],
     Returns
     -------
     dict
-        One sentence per risk line (not utility) whose value rose; empty when none rose.
+        One sentence per risk line (of a measure whose record has ``risk``) whose value rose;
+        empty when none rose.
     """
     from bayes_risk.measures import measures
 
@@ -319,7 +265,7 @@ def rise_causes(ctx: Any, outcomes: Sequence[StepOutcome],
     risen: list[tuple[Any, Any]] = []
     for m in measures():
         o = by_name.get(m.name)
-        if m.verdict is None or o is None or o.status != "ran" or m.name == "utility":
+        if m.verdict is None or not m.risk or o is None or o.status != "ran":
             continue
         for v in m.verdict(ctx.plan, o):
             b = old.get((v.step, v.measure))
@@ -348,5 +294,5 @@ def rise_causes(ctx: Any, outcomes: Sequence[StepOutcome],
             runs[m.name] = rerun
         out[(v.step, v.measure)] = _line_cause(
             v.measure, v.unit, float(v.value), runs[m.name], columns, removed,
-            None if removed else (release.datasets, ctx.synthetic.datasets))
+            None if removed else (release.datasets, ctx.synthetic.datasets), m.contributions)
     return out

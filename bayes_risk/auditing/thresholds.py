@@ -25,38 +25,25 @@ _ANONYMETER = ("anonymeter (Giomi et al. 2023) defines the risk and leaves its a
                "of bayes-risk, not a finding; a board sets its own (user guide, Auditing a "
                "release: Thresholds)")
 
-#: where each default of :class:`Thresholds` comes from (printed under the verdict table)
-THRESHOLD_SOURCES: dict[str, str] = {
-    "s_pmse": "synthpop's guidance: S_pMSE below 10 acceptable, below 3 good (methods page, "
-              "Utility: null distribution)",
-    "overlap": "Karr et al. (2006) define the interval overlap (1: the same interval, 0: "
-               "disjoint); 0.5, half of each interval shared on average, is a convention "
-               "of bayes-risk; a board sets its own (user guide, Auditing a release: "
-               "Thresholds)",
-    "expected_match_rate": _CONVENTION,
-    "true_match_rate": _CONVENTION,
-    "prop_top": _CONVENTION,
-    "prop_evidence": _CONVENTION,
-    "evidence_factor": "a Bayes factor of 3 is where Kass & Raftery's (1995) scale of "
-                       "evidence stops calling it 'not worth more than a bare mention' "
-                       "(Jeffreys' scale: 3.2): the smallest factor read as evidence, so the "
-                       "most records counted (methods page, Attribute disclosure risk: "
-                       "Evidence about a record)",
-    "repU": _CONVENTION,
-    "DiSCO": _CONVENTION,
-    "membership_advantage": _CONVENTION,
-    "membership_share": _CONVENTION,
-    "membership_probability": "a posterior membership probability of 0.9 is a likelihood "
-                              "ratio of 9 under the balanced prior: " + _CONVENTION,
-    "singling_out_risk": _ANONYMETER,
-    "linkability_risk": _ANONYMETER,
-    "inference_risk": _ANONYMETER,
-    "relative_difference": "Kim et al. (2018) measure how close the intruder's estimate of "
-                           "a largest value comes to it; 0.05 is the largest-value scenarios' "
-                           "--delta, a convention of bayes-risk, not a finding; a board sets "
-                           "its own (user guide, Auditing a release: Thresholds)",
-    "closest_match": _CONVENTION,
-}
+_SPMSE = ("synthpop's guidance: S_pMSE below 10 acceptable, below 3 good (methods page, "
+          "Utility: null distribution)")
+
+_OVERLAP = ("Karr et al. (2006) define the interval overlap (1: the same interval, 0: disjoint); "
+            "0.5, half of each interval shared on average, is a convention of bayes-risk; a "
+            "board sets its own (user guide, Auditing a release: Thresholds)")
+
+_BAYES_FACTOR = ("a Bayes factor of 3 is where Kass & Raftery's (1995) scale of evidence stops "
+                 "calling it 'not worth more than a bare mention' (Jeffreys' scale: 3.2): the "
+                 "smallest factor read as evidence, so the most records counted (methods page, "
+                 "Attribute disclosure risk: Evidence about a record)")
+
+_MEMBERSHIP_PROBABILITY = ("a posterior membership probability of 0.9 is a likelihood ratio of "
+                           "9 under the balanced prior: " + _CONVENTION)
+
+_LARGEST_VALUE = ("Kim et al. (2018) measure how close the intruder's estimate of a largest "
+                  "value comes to it; 0.05 is the largest-value scenarios' --delta, a "
+                  "convention of bayes-risk, not a finding; a board sets its own (user guide, "
+                  "Auditing a release: Thresholds)")
 
 
 #: what each threshold of :class:`Thresholds` measures: its unit and the range of the
@@ -65,11 +52,14 @@ _FRACTION = "a fraction from 0 to 1 (0.01 is 1 %)"
 _PERCENT = "in per cent, from 0 to 100 (1 is 1 %)"
 
 
-def _threshold(default: float, side: str, low: float, high: float, unit: str) -> Any:
+def _threshold(default: float, side: str, low: float, high: float, unit: str,
+               source: str = _CONVENTION) -> Any:
     """A field of :class:`Thresholds` with the unit and range of its quantity (``side``: the
     line exceeds above a ``"max"`` threshold and below a ``"min"`` one; ``"cut"``: not a line's
-    threshold but a cut-off strictly inside the range)."""
-    return field(default=default, metadata={"side": side, "range": (low, high), "unit": unit})
+    threshold but a cut-off strictly inside the range) and where its default comes from
+    (``source``, printed under the verdict table)."""
+    return field(default=default, metadata={"side": side, "range": (low, high), "unit": unit,
+                                            "source": source})
 
 
 @dataclass(frozen=True)
@@ -139,29 +129,33 @@ class Thresholds:
     """
 
     s_pmse: float = _threshold(10.0, "max", 0.0, np.inf,
-                               "a ratio of the pMSE to its null expectation, from 0 up")
-    overlap: float = _threshold(0.5, "min", 0.0, 1.0, "a share of the intervals, from 0 to 1")
+                               "a ratio of the pMSE to its null expectation, from 0 up", _SPMSE)
+    overlap: float = _threshold(0.5, "min", 0.0, 1.0, "a share of the intervals, from 0 to 1",
+                                _OVERLAP)
     expected_match_rate: float = _threshold(0.01, "max", 0.0, 1.0, _FRACTION)
     true_match_rate: float = _threshold(0.01, "max", 0.0, 1.0, _FRACTION)
     prop_top: float = _threshold(0.1, "max", 0.0, 1.0, _FRACTION)
     prop_evidence: float = _threshold(0.1, "max", 0.0, 1.0, _FRACTION)
     evidence_factor: float = _threshold(EVIDENCE_FACTOR, "cut", 1.0, np.inf,
-                                        "a Bayes factor, above 1 (1 is no evidence)")
+                                        "a Bayes factor, above 1 (1 is no evidence)",
+                                        _BAYES_FACTOR)
     repU: float = _threshold(1.0, "max", 0.0, 100.0, _PERCENT)  # noqa: N815 - synthpop's name
     DiSCO: float = _threshold(1.0, "max", 0.0, 100.0, _PERCENT)  # noqa: N815 - synthpop's name
     membership_advantage: float = _threshold(0.05, "max", 0.0, 0.5,
                                              "AUC − 0.5, from 0 (no advantage) to 0.5")
     membership_share: float = _threshold(0.01, "max", 0.0, 1.0, _FRACTION)
     membership_probability: float = _threshold(0.9, "cut", 0.0, 1.0,
-                                               "a probability, strictly between 0 and 1")
+                                               "a probability, strictly between 0 and 1",
+                                               _MEMBERSHIP_PROBABILITY)
     singling_out_risk: float = _threshold(0.05, "max", 0.0, 1.0,
-                                          "anonymeter's risk, " + _FRACTION)
+                                          "anonymeter's risk, " + _FRACTION, _ANONYMETER)
     linkability_risk: float = _threshold(0.05, "max", 0.0, 1.0,
-                                         "anonymeter's risk, " + _FRACTION)
+                                         "anonymeter's risk, " + _FRACTION, _ANONYMETER)
     inference_risk: float = _threshold(0.05, "max", 0.0, 1.0,
-                                       "anonymeter's risk, " + _FRACTION)
+                                       "anonymeter's risk, " + _FRACTION, _ANONYMETER)
     relative_difference: float = _threshold(0.05, "min", 0.0, np.inf,
-                                            "a relative difference, from 0 up (0.05 is 5 %)")
+                                            "a relative difference, from 0 up (0.05 is 5 %)",
+                                            _LARGEST_VALUE)
     closest_match: float = _threshold(0.01, "max", 0.0, 1.0, _FRACTION)
 
     def __post_init__(self) -> None:
@@ -236,3 +230,8 @@ class Thresholds:
     def to_dict(self) -> dict[str, float]:
         """The thresholds by name."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+#: where each default of :class:`Thresholds` comes from (printed under the verdict table),
+#: declared with its field
+THRESHOLD_SOURCES: dict[str, str] = {f.name: f.metadata["source"] for f in fields(Thresholds)}

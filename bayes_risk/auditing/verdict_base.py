@@ -11,33 +11,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Verdict", "Baseline", "CAVEATS", "line_caveats", "caused", "pct", "dataset_range",
+__all__ = ["Verdict", "Baseline", "line_caveats", "caused", "pct", "dataset_range",
            "outside_range", "mass_words"]
 
 
-#: warning codes of a measure that question the value of a verdict line; the line names them
-CAVEATS: dict[str, tuple[str, ...]] = {
-    "s_pmse": ("SEPARATION", "NOT_CONVERGED", "LARGE_MODEL", "ZERO_DF", "FEW_PAIRS",
-               "NO_SPLITS"),
-    "overlap": ("M_EQUALS_ONE", "SMALL_T", "DEGENERATE_INTERVAL"),
-    "identification": ("IPF_NOT_CONVERGED", "F_BELOW_ONE", "ORIGINAL_UNCONFIRMED",
-                       "ROWS_NOT_VERIFIED", "RADIUS_NOT_SEARCHED", "RADIUS_COORDINATE_SEARCH",
-                       "RADIUS_GRID_ONLY", "RADIUS_SEARCH_BOUNDED", "RADIUS_AT_GRID_EDGE"),
-    "attribute": ("RHAT_HIGH", "LOW_ESS", "TRUNCATION_TOO_SMALL", "H_TOO_SMALL",
-                  "APPROXIMATE_NONPARAMETRIC", "REGIMES_DISAGREE", "RISK_BY_REGIME",
-                  "MODEL_DIFFERS"),
-    "DiSCO": ("TARGET_MOSTLY_UNIQUE",),
-    "membership": ("MEMBERSHIP_FLAGGED", "H_TOO_SMALL", "RHAT_HIGH", "LOW_ESS",
-                   "APPROXIMATE_POSTERIOR", "MODEL_DIFFERS", "MEMBERSHIP_MISSING_VALUES"),
-    # read off the line's own row of the attack's table (attacks_lines), not the result's codes
-    "attacks": ("FEW_SINGLING_OUT_QUERIES", "ATTACK_NOT_BETTER_THAN_BASELINE",
-                "CONTROL_SIZE_CORRECTION"),
-}
-
-
-def line_caveats(kind: str, codes: Any) -> tuple[str, ...]:
+def line_caveats(caveats: Sequence[str], codes: Any) -> tuple[str, ...]:
+    """The ``caveats`` of a line (its measure's ``Measure.caveats`` of the line's kind) among
+    the warning ``codes`` its step raised, in the order of ``caveats``."""
     have = set(codes or ())
-    return tuple(c for c in CAVEATS[kind] if c in have)
+    return tuple(c for c in caveats if c in have)
 
 
 @dataclass(frozen=True)

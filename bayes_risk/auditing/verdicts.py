@@ -6,13 +6,23 @@ in its own module, e.g. :mod:`bayes_risk.auditing.measures.attribute`), in the o
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from bayes_risk.auditing.outcome import StepOutcome
 from bayes_risk.auditing.plan import AuditPlan
-from bayes_risk.auditing.verdict_base import CAVEATS, Baseline, Verdict
+from bayes_risk.auditing.verdict_base import Baseline, Verdict
 from bayes_risk.measures import measures
 
-__all__ = ["Baseline", "CAVEATS", "Verdict", "verdict_lines", "verdict_steps"]
+__all__ = ["Baseline", "CAVEATS",  # noqa: F822 - CAVEATS: __getattr__ below
+           "Verdict", "verdict_lines", "verdict_steps"]
+
+
+def __getattr__(name: str) -> Any:
+    """``CAVEATS``: the warning codes that question each kind of verdict line, read from the
+    registered measures' records (``Measure.caveats``) when asked for."""
+    if name == "CAVEATS":
+        return {kind: codes for m in measures() for kind, codes in m.caveats.items()}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def verdict_steps() -> tuple[str, ...]:

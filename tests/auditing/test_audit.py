@@ -622,7 +622,7 @@ def test_utility_risk_figure_at_the_verdict_radius(audited_hh, report_hh):
     """The utility-and-risk figure plots each dataset's expected match risk at the maximising
     radius, the radius of the verdict line, and says which (it plotted the step's radius, 71
     against the verdict's 463 on the CE data, unlabelled)."""
-    from bayes_risk.auditing.render import utility_risk_points
+    from bayes_risk.auditing.measures.utility import utility_risk_points
 
     res, _ = audited_hh
     sw = res.step("identification").extra["sweep"]
@@ -1835,8 +1835,8 @@ def test_report_figures_readable_and_honest(audited_hh, report_hh):
     import matplotlib.pyplot as plt
     import matplotlib.text
 
+    from bayes_risk.auditing.measures.utility import utility_risk_points
     from bayes_risk.auditing.plots import utility_risk_figure
-    from bayes_risk.auditing.render import utility_risk_points
 
     res, _ = audited_hh
     pts = utility_risk_points(res)
@@ -1911,10 +1911,10 @@ def test_disco_and_attribute_risk_reconciled(audited, tmp_path):
     it: the report says why both hold (they measure different things)."""
     import copy
 
-    from bayes_risk.auditing.render import _reading_together
+    from bayes_risk.auditing.measures.disclosure import reading_together
 
     res, _ = audited
-    assert _reading_together(res) == []  # both past their thresholds: nothing to reconcile
+    assert reading_together(res) == []  # both past their thresholds: nothing to reconcile
     a = res.step("attribute")
     sm = copy.deepcopy(a.extra["summary"])
     sm["unflagged"] = {**sm["unflagged"], "prop_top": 0.0}

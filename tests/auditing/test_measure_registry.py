@@ -337,3 +337,112 @@ def test_a_cost_that_is_not_a_step_cost_is_refused(toy):
                        r"itself; got 'exact_copies:work' \(an import path is not read") as err:
         replace(toy.MEASURE, cost=StepCost(work="exact_copies:work"))
     assert err.value.code == "MEASURE_BROKEN"
+
+
+#: a measure whose record says how its lines are read (docs: "Adding a measure", the record's
+#: caveats, risk, intruders_by_line, not_assessed, contributions and together)
+READ_FILE = '''
+from bayes_risk.auditing.outcome import StepOutcome
+from bayes_risk.auditing.verdict_base import Verdict, line_caveats
+from bayes_risk.measures import Contributions, Measure
+
+CAVEATS = {"rows": ("FEW_ROWS",)}
+
+
+def rows_step(ctx):
+    return StepOutcome(name="rows", status="ran", result=[len(z) for z in ctx.synthetic])
+
+
+def rows_lines(plan, outcome):
+    caveats = line_caveats(CAVEATS["rows"], ("OTHER", "FEW_ROWS"))
+    return [Verdict("rows", f"rows of dataset {i} (%)", 100.0 * n / plan.n_records, 150.0,
+                    "max", None, warnings=caveats, unit="%", intruder="counts the rows")
+            for i, n in enumerate(outcome.result, start=1)]
+
+
+def rows_not_assessed(plan, outcome):
+    return ["the rows' order (not compared)"]
+
+
+def rows_together(result):
+    return [f"The {len(result.verdicts)} row lines read together."]
+
+
+def rows_contributions(ctx, outcome, value):  # each target's share, read off the line's value
+    import numpy as np
+
+    return Contributions(np.full(4, value / 100), "{up:,} of {n:,} rows rose, {down:,} fell",
+                         "every row", "the rows that give the line")
+
+
+MEASURE = Measure("rows", "Rows", step=rows_step, verdict=rows_lines, caveats=CAVEATS,
+                  intruders_by_line=True, not_assessed=rows_not_assessed,
+                  contributions=rows_contributions, together=rows_together)
+'''
+
+
+def test_a_measure_says_how_its_lines_are_read(data, tmp_path, monkeypatch):
+    """Each field of the record on reading the lines has its effect on a measure of another
+    package, and none once the field is left at its default."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from bayes_risk.auditing import verdicts
+    from bayes_risk.auditing.rises import _line_cause, rise_causes
+
+    (tmp_path / "rows_measure.py").write_text(READ_FILE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import rows_measure as mod
+
+    hash(mod.MEASURE)  # a record with caveats stays hashable
+    orig, syn = data
+    register(mod.MEASURE)
+    try:
+        res = br.audit(orig, syn, known=KNOWN, random_seed=1, progressbar=False,
+                       settings=br.AuditSettings(skip=BUILTIN))
+        assert verdicts.CAVEATS["rows"] == ("FEW_ROWS",)
+        assert res.verdicts[0].warnings == ("FEW_ROWS",)
+        assert res.not_assessed[-1] == "the rows' order (not compared)"
+        html = res.to_html(tmp_path / "read.html").read_text(encoding="utf-8")
+        assert "<strong>rows of dataset 1 (%), rows of dataset 2 (%)</strong>" in html
+        assert "Reading the lines together" in html and "The 2 row lines read together." in html
+        # a risk line that rose against the earlier audit is explained; a utility's is not
+        before = {"verdicts": [{"step": "rows", "measure": "rows of dataset 1 (%)",
+                                "value": 50.0}]}
+        ctx = SimpleNamespace(plan=res.plan, synthetic=syn)
+        assert list(rise_causes(ctx, res.steps, before)) == [("rows", "rows of dataset 1 (%)")]
+        # the runs before the remedy and with one column undone, compared row by row
+        out = res.step("rows")
+        rerun = {"before": ({"rows of dataset 1 (%)": 50.0}, out, ctx), "after": ({}, out, ctx),
+                 "Income": ({"rows of dataset 1 (%)": 50.0}, out, ctx)}
+        text = _line_cause("rows of dataset 1 (%)", "%", 100.0, rerun, {"Income": "noise"},
+                           False, contributions=mod.MEASURE.contributions)
+        assert ("Target by target: 4 of 4 rows rose, 0 fell (at the rows that give the line, "
+                "every row). Of those 4, undoing Income takes 4 back.") in text
+
+        unregister("rows")  # the same measure, its reading fields left at their defaults
+        register(replace(mod.MEASURE, caveats={}, intruders_by_line=False, not_assessed=None,
+                         together=None, risk=False))
+        assert "rows" not in verdicts.CAVEATS
+        assert "the rows' order (not compared)" not in res.not_assessed
+        html = res.to_html(tmp_path / "plain.html").read_text(encoding="utf-8")
+        assert "<strong>rows</strong>" in html and "Reading the lines together" not in html
+        assert rise_causes(ctx, res.steps, before) == {}
+        assert "Target by target" not in _line_cause(
+            "rows of dataset 1 (%)", "%", 100.0, rerun, {"Income": "noise"}, False)
+    finally:
+        unregister("rows")
+
+
+def test_a_reading_field_of_the_wrong_kind_is_refused(toy):
+    from dataclasses import replace
+
+    for kw, said in [({"caveats": {"rows": ["FEW_ROWS"]}}, "caveats must map each kind"),
+                     ({"risk": "yes"}, "risk must be True or False"),
+                     ({"intruders_by_line": 1}, "intruders_by_line must be True or False"),
+                     ({"together": "mod:together"}, "together must be the function or class"),
+                     ({"not_assessed": "x"}, "not_assessed must be the function or class"),
+                     ({"contributions": 3}, "contributions must be the function or class")]:
+        with pytest.raises(ValidationError, match=said) as err:
+            replace(toy.MEASURE, **kw)
+        assert err.value.code == "MEASURE_BROKEN"

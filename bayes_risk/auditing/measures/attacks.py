@@ -21,7 +21,7 @@ from bayes_risk.auditing.report_blocks import (
     step_section,
     table_block,
 )
-from bayes_risk.auditing.verdict_base import CAVEATS, Baseline, Verdict, caused, dataset_range
+from bayes_risk.auditing.verdict_base import Baseline, Verdict, caused, dataset_range
 from bayes_risk.results._base import plot_figure
 from bayes_risk.results.attacks import SinglingOutResult
 
@@ -295,7 +295,16 @@ COST = StepCost(rate=("records x datasets", 1.1e-3, 2.1e-3), sizes=(10_000, 10_0
                 need=attacks_need)
 
 
+#: the warning codes that question each of the step's verdict lines (Measure.caveats); a
+#: line names those its measure raised, read off the line's own row of the attack's
+#: table (attacks_lines), not the result's codes
+CAVEATS: dict[str, tuple[str, ...]] = {
+    "attacks": ("FEW_SINGLING_OUT_QUERIES", "ATTACK_NOT_BETTER_THAN_BASELINE",
+                "CONTROL_SIZE_CORRECTION"),
+}
+
+
 MEASURE = Measure("attacks", "Singling out, linkability and inference (anonymeter)",
                   step=attacks_step, function=singling_out_risk, result=SinglingOutResult,
                   verdict=attacks_lines, sections=(attacks_section,),
-                  settings=attacks_settings, cost=COST)
+                  settings=attacks_settings, cost=COST, caveats=CAVEATS)

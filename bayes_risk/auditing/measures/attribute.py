@@ -266,7 +266,7 @@ def _attribute_line(plan: AuditPlan, a: StepOutcome, key: str, measure: str,
     return Verdict("attribute", measure, value, pct(threshold), "max",
                    step_file(a, "summary.json"),
                    f"{interval}records with stable estimates{left_out}{by_regime}",
-                   line_caveats("attribute", a.result.warnings), unit="%",
+                   line_caveats(CAVEATS["attribute"], a.result.warnings), unit="%",
                    spread=f"pooled: the intruder reads all {plan.m} datasets at once, no spread",
                    intruder=intruder, flagged=nf,
                    count_of=(n_u, "records"),
@@ -482,7 +482,12 @@ def attribute_section(sec: Section, s: Any, result: Any, links: Links) -> None:
             s.result, kind, **opts), name, cap))
     ks = s.extra.get("known_sweep")
     if ks is not None:
-        known_sweep_blocks(sec, ks, s, links)
+        known_sweep_blocks(
+            sec, ks, s, links, what="The same measures for every subset of the synthesized "
+            "known columns the intruder may also know of the target's own values "
+            f"({len(ks.table)} subsets; the empty set is the worst case above)",
+            fig="Mean p_true against the number of the record's own values known",
+            unit="records", last="truth_first")
     _known_curve_blocks(sec, s, links)
     table = s.result.to_dataframe()  # records.csv: with the Bayes factors
     stable = table[table["flag_codes"].fillna("").astype(str) == ""]
@@ -760,7 +765,16 @@ COST = StepCost(rate=("records x columns guessed", 3.4e-4, 5.1e-4), sizes=README
                 kernels=("bayes_risk.attribute._kernels",), kernel_bytes=12e6)
 
 
+#: the warning codes that question each of the step's verdict lines (Measure.caveats); a
+#: line names those its measure raised
+CAVEATS: dict[str, tuple[str, ...]] = {
+    "attribute": ("RHAT_HIGH", "LOW_ESS", "TRUNCATION_TOO_SMALL", "H_TOO_SMALL",
+                  "APPROXIMATE_NONPARAMETRIC", "REGIMES_DISAGREE", "RISK_BY_REGIME",
+                  "MODEL_DIFFERS"),
+}
+
+
 MEASURE = Measure("attribute", "Attribute risk", step=attribute_step, function=attribute_risk,
                   result=AttributeRiskResult, verdict=attribute_lines,
                   sections=(attribute_section,),
-                  settings=attribute_settings, cost=COST)
+                  settings=attribute_settings, cost=COST, caveats=CAVEATS)

@@ -47,6 +47,7 @@ from bayes_risk.auditing.verdict_base import (
 from bayes_risk.disclosure.measures import disclosure_measures
 from bayes_risk.exceptions import arg_name
 from bayes_risk.results._base import plot_figure
+from bayes_risk.results._format import format_number
 from bayes_risk.results.disclosure import DisclosureByTarget
 
 
@@ -213,7 +214,7 @@ def disclosure_lines(plan: AuditPlan, d: StepOutcome) -> list[Verdict | Baseline
                   fixed_keys and t not in plan.synthesized,
                   f"neither the keys ({keys}) nor the target are synthesized: the release "
                   "shows the original's values",
-                  line_caveats("DiSCO", res.warnings) + doubt((*res.keys, t)),
+                  line_caveats(CAVEATS["DiSCO"], res.warnings) + doubt((*res.keys, t)),
                   f"{who} and reads the target {t} off the release",
                   lambda res=res, t=t: remedies.disco_cause(plan, res, t))]
         # repU depends on the keys alone: one line per set of keys, not per target
@@ -240,6 +241,53 @@ def disclosure_lines(plan: AuditPlan, d: StepOutcome) -> list[Verdict | Baseline
         sub = "original_risk" + (f"_{i}" if len(base) > 1 else "")
         out += _original_lines(r, step_file(d, f"{sub}/summary.json"))
     return out
+
+
+def reading_together(result: Any) -> list[str]:
+    """Sentences reconciling DiSCO with the attribute line when they seem to disagree (the
+    report's "Reading the lines together")."""
+    v = result.verdicts
+    att = next((x for x in v if x.step == "attribute"), None)
+    disco = [x for x in v if x.threshold_name == "DiSCO"]
+    if att is None or not disco or all(d.exceeds == att.exceeds for d in disco):
+        return []
+    d_step = result.step("disclosure")
+    sm = result.step("attribute").extra.get("summary") or {}
+    null = (sm.get("null") or {}).get("prop_top") or {}
+    expected = format_number(100 * float(null.get("expected", np.nan)), 3, plain=True)
+    parts = []
+    for x in disco:
+        t = x.measure.rsplit("target ", 1)[-1]
+        res = d_step.result[t] if t in d_step.result else None
+        diodi = (f", of which {format_number(float(res.means()['DiSDiO']), 3, plain=True)} % "
+                 "can be read off the original too (DiSDiO)" if res is not None else "")
+        parts.append(f"{t} {format_number(x.value, 3, plain=True)} %{diodi}")
+    keys = ", ".join(next(iter(d_step.result.values())).keys)
+    att_txt = (f"the attribute line ({format_number(att.value, 3, plain=True)} % of records "
+               f"have their true values ranked first, against {expected} % expected of a "
+               "release that says nothing about the records)")
+    if any(d.exceeds for d in disco) and not att.exceeds:
+        return [
+            f"DiSCO exceeds its threshold while {att_txt} is within: they measure different "
+            "things. DiSCO (" + "; ".join(parts) + ") counts the records whose key "
+            f"combination ({keys}) shows a single value of the target in the release and that "
+            "value is their own: an intruder who knows only the keys reads it off, whether "
+            "the release learned it from this record or from the others who share its keys "
+            "— a risk to groups of records whose keys predict the target. The attribute line "
+            "asks whether the release makes a record's own true values more probable than "
+            "their alternatives for an intruder who already knows everything else (the "
+            "synthesis model and every other record): it finds nothing the release tells "
+            "about single records beyond what the others explain. Both hold: the release "
+            "discloses through key combinations with a single target value, which coarser "
+            "keys address (DiSCO's remedies), not through what it learned from each record."]
+    return [
+        f"The attribute line exceeds its threshold while DiSCO is within ({'; '.join(parts)}): "
+        "they measure different things. The attribute intruder knows the synthesis model and "
+        "every other record and weighs each candidate value of the synthesized columns, "
+        f"{att_txt}; DiSCO's intruder knows only the keys ({keys}) and reads a value off the "
+        "key combinations that show a single one. A release can tell about single records "
+        "(released original values, as a CART synthesizer's donors) without any key "
+        "combination showing a single value."]
 
 
 def _original_lines(r: Any, src: str | None) -> list[Baseline]:
@@ -411,8 +459,16 @@ COST = StepCost(rate=("records x datasets", 5.4e-6, 12.0e-6), sizes=README_SIZES
                 need=disclosure_need, kept_per_record=500.0)
 
 
+#: the warning codes that question each of the step's verdict lines (Measure.caveats); a
+#: line names those its measure raised
+CAVEATS: dict[str, tuple[str, ...]] = {
+    "DiSCO": ("TARGET_MOSTLY_UNIQUE",),
+}
+
+
 MEASURE = Measure("disclosure", "Empirical disclosure measures (synthpop)",
                   step=disclosure_step, function=disclosure_measures,
                   result=DisclosureByTarget, verdict=disclosure_lines,
                   sections=(disclosure_section,),
-                  settings=disclosure_settings, cost=COST)
+                  settings=disclosure_settings, cost=COST, caveats=CAVEATS,
+                  intruders_by_line=True, together=reading_together)

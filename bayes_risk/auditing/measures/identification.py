@@ -6,6 +6,8 @@ report section, named by ``MEASURE`` (:doc:`/methods/identification`,
 
 from __future__ import annotations
 
+import math
+import warnings
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -31,6 +33,7 @@ from bayes_risk.auditing.context import (
 )
 from bayes_risk.auditing.outcome import (
     README_SIZES,
+    Contributions,
     Measure,
     Need,
     StepCost,
@@ -276,7 +279,7 @@ def identification_lines(plan: AuditPlan, i: StepOutcome) -> list[Verdict | Base
     """The expected and true match rates: the worst case over the radius search, the larger of
     the pooled and per-dataset figures, each with the radius of each column that gave it."""
     th = plan.thresholds
-    iw = line_caveats("identification", i.result.warnings) + (
+    iw = line_caveats(CAVEATS["identification"], i.result.warnings) + (
         ("SUPPRESSED_AS_MISSING",) if set(plan.suppressed_columns) & set(plan.known) else ())
     pooled = i.extra["pooled"]
     n = float(pooled.result.file["n_targets"])
@@ -619,7 +622,11 @@ def identification_section(sec: Section, s: Any, result: Any, links: Links) -> N
         sec.p(s.extra["note"] + ".")
     ks = s.extra.get("known_sweep")
     if ks is not None:
-        known_sweep_blocks(sec, ks, s, links)
+        known_sweep_blocks(
+            sec, ks, s, links, what="The same measures for every subset of the known columns "
+            f"({len(ks.table)} subsets; the empty set is the intruder who knows nothing)",
+            fig="Expected match risk against the number of known columns", unit="targets",
+            last="true_matches")
     tt = r.target_table().sort_values("IR", ascending=False, kind="stable").head(TOP_N)
     sec.blocks.append(table_block(at_risk(tt, s.extra.get("qi"), "target"), links,
                                   step_file(s, "records.csv"),
@@ -682,6 +689,72 @@ def _search_sentence(sw: Any, plan: Any, n: int, src: str | None, links: Links) 
             "maxima, the worst case for the intruder it names; a value the release carries "
             "unchanged is usually best matched exactly, since a wider window only adds other "
             "records."]
+
+
+def identification_not_assessed(plan: AuditPlan, outcome: StepOutcome) -> list[str]:
+    """The identification risk of the release when the intruder knows no synthesized column:
+    the step's figures are then a baseline of the original (``Measure.not_assessed``)."""
+    if not plan.identification_release_independent:
+        return []
+    return ["identification risk of the release (the intruder knows no synthesized column; "
+            "its figures are a baseline of the original)"]
+
+
+#: what one target contributes to an identification line, by the line's figure (a rise's
+#: explanation compares them target by target: :mod:`bayes_risk.auditing.rises`)
+_CONTRIBUTION = ("expected match", "correct unique match")
+
+#: the sentence of targets whose contribution rose and fell, by what they contribute
+_MOVED = {
+    "expected match": "{up:,} of {n:,} targets have a larger expected match (1/c when the true "
+                      "record is among their c matches) after the remedy, {down:,} a smaller",
+    "correct unique match": "{up:,} of {n:,} targets became correct unique matches after the "
+                            "remedy, {down:,} ceased to be",
+    "correct unique match per dataset": "{up:,} of {n:,} targets are correct unique matches in "
+                                        "more datasets after the remedy, {down:,} in fewer",
+}
+
+
+def identification_contributions(ctx: StepContext, outcome: StepOutcome | None,
+                                 value: float) -> Contributions | None:
+    """The step's per-target contributions to the line whose value is ``value`` (per cent):
+    the step's own run again at the radii that gave the line (pooled or one dataset at a time,
+    whichever it reads), each target's correct unique match or expected match; ``None`` for
+    another line, or when no run gives the value (``Measure.contributions``)."""
+    if outcome is None or outcome.status != "ran":
+        return None
+    pooled = outcome.extra.get("pooled")
+    if pooled is None:
+        return None
+    n = float(pooled.result.file["n_targets"])
+    p = ctx.plan
+    for agg, sweep, res in (("pooled", pooled.sweep, pooled.result),
+                            ("per_dataset", outcome.extra.get("sweep"), outcome.result)):
+        figs = identification_figures(sweep, res, n, per_dataset=agg == "per_dataset")
+        for (fig, radius, _, _), what in zip(figs, _CONTRIBUTION, strict=True):
+            if not math.isclose(fig * 100, value, rel_tol=1e-9, abs_tol=1e-9):
+                continue
+            kw = identification_kwargs(ctx)
+            match = kw["match"].replace(radius=dict(radius) or None)
+            if agg == "pooled":  # as the step's pooled run
+                match = match.replace(fallback=None)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                r = identification_risk(ctx.original, ctx.synthetic, known=list(p.known),
+                                        synthesized=list(p.known_synthesized),
+                                        **{**kw, "match": match, "aggregation": agg,
+                                           "progressbar": False})
+            if agg == "pooled":
+                vec = r.records["IR" if what == _CONTRIBUTION[0] else "K"].to_numpy(float)
+            else:
+                vec = (np.asarray(r.record_IR, dtype=float) if what == _CONTRIBUTION[0]
+                       else np.asarray(r.K, dtype=float).mean(axis=1))
+            if math.isclose(float(np.nanmean(vec)) * 100, value, rel_tol=1e-9, abs_tol=1e-9):
+                moved = _MOVED[what + (" per dataset" if agg == "per_dataset"
+                                       and what == _CONTRIBUTION[1] else "")]
+                return Contributions(vec, moved, radius_text(dict(radius)),
+                                     "the radii that give the line")
+    return None
 
 
 def identification_settings(plan: AuditPlan) -> None:
@@ -786,7 +859,18 @@ COST = StepCost(rate=("records x datasets x grid points", 4.7e-6, 8.7e-6), sizes
                 kernel_bytes=75e6, compile_seconds=14.0)
 
 
+#: the warning codes that question each of the step's verdict lines (Measure.caveats); a
+#: line names those its measure raised
+CAVEATS: dict[str, tuple[str, ...]] = {
+    "identification": ("IPF_NOT_CONVERGED", "F_BELOW_ONE", "ORIGINAL_UNCONFIRMED",
+                       "ROWS_NOT_VERIFIED", "RADIUS_NOT_SEARCHED", "RADIUS_COORDINATE_SEARCH",
+                       "RADIUS_GRID_ONLY", "RADIUS_SEARCH_BOUNDED", "RADIUS_AT_GRID_EDGE"),
+}
+
+
 MEASURE = Measure("identification", "Identification risk", step=identification_step,
                   function=identification_risk, result=IdentificationResult,
                   verdict=identification_lines, sections=(identification_section,),
-                  settings=identification_settings, cost=COST)
+                  settings=identification_settings, cost=COST, caveats=CAVEATS,
+                  not_assessed=identification_not_assessed,
+                  contributions=identification_contributions)

@@ -125,7 +125,7 @@ def membership_lines(plan: AuditPlan, mem: StepOutcome) -> list[Verdict | Baseli
            f"{st['prior']:.3g})")
     spread = ("one dataset, no spread" if m == 1 else
               f"pooled: the intruder reads all {m} datasets at once, no spread")
-    caveats = line_caveats("membership", res.warnings)
+    caveats = line_caveats(CAVEATS["membership"], res.warnings)
     cause = remedies.membership_cause(plan, mem)
     adv = Verdict("membership", "membership attack's advantage over the base rate "
                   "(AUC − 0.5)", float(f["auc_advantage"]), th.membership_advantage,
@@ -191,7 +191,15 @@ def membership_need(ctx: StepContext, left: float | None) -> Need:
 COST = StepCost(need=membership_need)
 
 
+#: the warning codes that question each of the step's verdict lines (Measure.caveats); a
+#: line names those its measure raised
+CAVEATS: dict[str, tuple[str, ...]] = {
+    "membership": ("MEMBERSHIP_FLAGGED", "H_TOO_SMALL", "RHAT_HIGH", "LOW_ESS",
+                   "APPROXIMATE_POSTERIOR", "MODEL_DIFFERS", "MEMBERSHIP_MISSING_VALUES"),
+}
+
+
 MEASURE = Measure("membership", "Membership risk", step=membership_step,
                   function=membership_risk, result=MembershipRiskResult,
                   verdict=membership_lines, sections=(membership_section,),
-                  settings=membership_settings, cost=COST)
+                  settings=membership_settings, cost=COST, caveats=CAVEATS)

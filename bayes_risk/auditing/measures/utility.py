@@ -7,6 +7,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from bayes_risk._io import write_json
@@ -25,7 +26,7 @@ from bayes_risk.auditing.outcome import (
     StepOutcome,
     step_file,
 )
-from bayes_risk.auditing.plan import AuditPlan
+from bayes_risk.auditing.plan import AuditPlan, radius_text
 from bayes_risk.auditing.report_blocks import (
     TOP_N,
     Links,
@@ -119,12 +120,12 @@ def utility_lines(plan: AuditPlan, u: StepOutcome) -> list[Verdict | Baseline]:
     th, r = plan.thresholds, u.result
     v = Verdict("utility", "mean S_pMSE (pMSE / null expectation)",
                 float(r.pmse.mean_ratio), th.s_pmse, "max", step_file(u, "summary.json"),
-                f"{r.pmse.null} null", line_caveats("s_pmse", r.pmse.warnings),
+                f"{r.pmse.null} null", line_caveats(CAVEATS["s_pmse"], r.pmse.warnings),
                 spread=dataset_range(r.pmse.ratio), intruder=_NO_INTRUDER, threshold_name="s_pmse")
     ov = float(r.mean_overlap)
     w = Verdict("utility", "mean confidence-interval overlap",
                 ov, th.overlap, "min", step_file(u, "overlap.csv"),
-                warnings=line_caveats("overlap", r.warnings),
+                warnings=line_caveats(CAVEATS["overlap"], r.warnings),
                 spread=dataset_range(r.overlap_per_dataset) + "; " + outside_range(
                     ov, r.overlap_per_dataset,
                     f"the value is not their mean but the overlap of the interval combined "
@@ -133,6 +134,106 @@ def utility_lines(plan: AuditPlan, u: StepOutcome) -> list[Verdict | Baseline]:
                     f"the value combines the intervals of the {plan.m} datasets"),
                 intruder=_NO_INTRUDER, threshold_name="overlap")
     return [caused(v, *remedies.utility_cause(u)), caused(w, *remedies.overlap_cause(u))]
+
+
+def utility_risk_points(result: Any) -> pd.DataFrame | None:
+    """One row per dataset: S_pMSE and the risk measures of the utility-and-risk figure —
+    every verdict line with a value per dataset (the identification rates, repU of each set
+    of keys, DiSCO of every target: issue 66, the ACS report drew the first target's DiSCO
+    alone, not the target past its threshold). ``attrs``: each column's ``thresholds``, the
+    pooled ``verdict`` value where the line reads one, and the columns past their threshold
+    (``exceeds``)."""
+    u, i, d = (result.step(n) for n in ("utility", "identification", "disclosure"))
+    if u.status != "ran":
+        return None
+    plan = result.plan
+    th = plan.thresholds
+    pts = pd.DataFrame({"dataset": np.arange(1, plan.m + 1),
+                        "S_pMSE": np.asarray(u.result.pmse.ratio, dtype=float)})
+    thresholds: dict[str, float] = {"S_pMSE": th.s_pmse}
+    verdict: dict[str, float] = {}
+    exceeds: list[str] = []
+    lines = {v.threshold_name: v for v in result.verdicts}
+
+    def add(col: str, values: Any, line: Any, threshold: float) -> None:
+        pts[col] = np.asarray(values, dtype=float)
+        thresholds[col] = threshold
+        if line is not None and line.exceeds:
+            exceeds.append(col)
+
+    # a baseline of the original is the same for every dataset: not plotted
+    if i.status == "ran" and i.result.per_dataset is not None and \
+            not plan.identification_release_independent:
+        n = float(i.result.file["n_targets"])
+        sw = i.extra.get("sweep")
+        # at the worst case over the radii, as the verdict reads each line (the true match
+        # rate's may lie at other radii than the risk's)
+        per = i.result.to_dict()["summary"]["per_dataset"]
+        cols = {"expected_match_rate": (np.asarray(per["expected_match_risk"], float) / n,
+                                        plan.radius),
+                "true_match_rate": (np.asarray(per["true_match_risk"], float) / n, plan.radius)}
+        if sw is not None and sw.argmax:
+            cols["expected_match_rate"] = (np.asarray(sw.risk[sw.argmax[0]], float) / n,
+                                           sw.radii_at(sw.argmax[0]))
+        if sw is not None and sw.tmr_argmax and sw.true_match_rate is not None:
+            cols["true_match_rate"] = (np.asarray(sw.true_match_rate[sw.tmr_argmax[0]], float),
+                                       sw.radii_at(sw.tmr_argmax[0]))
+        for name, (share, rad) in cols.items():
+            line = lines.get(name)
+            if line is None:
+                continue
+            col = f"{name.replace('_', ' ')} (% of targets), {radius_text(rad)}"
+            add(col, share * 100, line, getattr(th, name) * 100)
+            if line.detail.startswith("larger: pooled"):
+                verdict[col] = line.value
+    if d.status == "ran":
+        seen: set[tuple[str, ...]] = set()
+        for t, res in d.result.items():
+            fixed = plan.release_independent_keys(t)
+            if not fixed and tuple(res.keys) not in seen:
+                seen.add(tuple(res.keys))
+                add(f"repU (% of records), keys {', '.join(res.keys)}",
+                    res.ident["repU"].to_numpy(dtype=float),
+                    _line(result, "disclosure", f"repU (%), keys {', '.join(res.keys)}"),
+                    th.repU)
+            if not (fixed and t not in plan.synthesized):
+                add(f"DiSCO (% of records), target {t}", res.attrib["DiSCO"].to_numpy(dtype=float),
+                    _line(result, "disclosure", f"DiSCO (%), target {t}"), th.DiSCO)
+    pts.attrs.update(thresholds=thresholds, verdict=verdict, exceeds=exceeds)
+    return pts if pts.shape[1] > 2 else None
+
+
+def _line(result: Any, step: str, measure: str) -> Any:
+    """The verdict line of ``step`` measuring ``measure``, or ``None``."""
+    return next((v for v in result.verdicts if v.step == step and v.measure == measure), None)
+
+
+def utility_risk_section(result: Any, links: Links) -> Section:
+    """The report's figure of utility against every risk line with a value per dataset, the
+    first of the report's sections (skipped: no such line, or the utility step did not run)."""
+    from bayes_risk.auditing.plots import utility_risk_figure
+
+    pts = utility_risk_points(result)
+    if pts is None:
+        return Section("utility-risk", "Utility and risk together", "skipped")
+    sec = Section("utility-risk", "Utility and risk together")
+    sec.p("One panel per verdict line with a value per dataset (each set of keys' repU, each "
+          "target's DiSCO); a line past its threshold has its panel framed in red and "
+          "marked ✖. Each point is one released synthetic dataset, its number beside it "
+          "(datasets whose points fall together share one label, \"1, 3\") (Hornby & Hu "
+          "2021, Figs 8 and 9): further left is more useful, lower is less risky; the box "
+          "spans the first to the third quartile of the datasets. The dashed lines are the "
+          "thresholds of the verdict lines; the axes start at 0, so that the spread between "
+          "datasets is seen against the threshold, not magnified. The share ranked first of "
+          "attribute risk has no value per dataset (the intruder reads them all at once) and "
+          "no panel."
+          + (" The dotted line is the value the verdict line reads: the intruder holding all "
+             "the datasets pools them, which no single dataset shows."
+             if pts.attrs.get("verdict") else ""))
+    sec.blocks.append(links.figure(lambda: utility_risk_figure(pts), "utility_risk.png",
+                                   "Utility (S_pMSE) against risk, one point per dataset"))
+    sec.blocks[-1].wide = True
+    return sec
 
 
 @step_section("utility", "utility", "Utility")
@@ -293,7 +394,16 @@ COST = StepCost(rate=("records x datasets", 8.0e-6, 24.0e-6), sizes=README_SIZES
                 need=utility_need, kept_per_record=100.0)
 
 
+#: the warning codes that question each of the step's verdict lines (Measure.caveats); a
+#: line names those its measure raised
+CAVEATS: dict[str, tuple[str, ...]] = {
+    "s_pmse": ("SEPARATION", "NOT_CONVERGED", "LARGE_MODEL", "ZERO_DF", "FEW_PAIRS", "NO_SPLITS"),
+    "overlap": ("M_EQUALS_ONE", "SMALL_T", "DEGENERATE_INTERVAL"),
+}
+
+
 MEASURE = Measure("utility", "Utility", step=utility_step, function=utility_summary,
                   result=UtilitySummary, verdict=utility_lines,
-                  sections=(utility_section, comparisons_section),
-                  settings=utility_settings, cost=COST)
+                  sections=(utility_risk_section, utility_section, comparisons_section),
+                  settings=utility_settings, cost=COST, caveats=CAVEATS,
+                  risk=False)
