@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from bayes_risk._constraints import Flag, check_value
 from bayes_risk.exceptions import ValidationError
 
 if TYPE_CHECKING:  # the plan's module imports pandas; bayes_risk.measures stays light
@@ -218,9 +219,8 @@ class Measure:
                                   "to a tuple of warning codes; got "
                                   f"{self.caveats!r}.", code="MEASURE_BROKEN")
         for key in ("risk", "intruders_by_line"):
-            if not isinstance(getattr(self, key), bool):
-                raise ValidationError(f"Measure {self.name!r}: {key} must be True or False; "
-                                      f"got {getattr(self, key)!r}.", code="MEASURE_BROKEN")
+            check_value(getattr(self, key), Flag(), f"Measure {self.name!r}: {key}",
+                        code="MEASURE_BROKEN")
         named = {"step": self.step, "function": self.function, "result": self.result,
                  "verdict": self.verdict, "settings": self.settings,
                  "not_assessed": self.not_assessed, "contributions": self.contributions,
