@@ -9,7 +9,6 @@ from typing import Any
 
 import pandas as pd
 
-from bayes_risk.auditing import verdicts
 from bayes_risk.auditing.outcome import StepOutcome, where_text
 from bayes_risk.auditing.plan import AuditPlan
 from bayes_risk.auditing.verdict_base import short_name
@@ -24,15 +23,7 @@ from bayes_risk.results._base import RiskResult, draws
 from bayes_risk.results._summary import ResultWarning, Summary
 
 # importable from here, as before
-__all__ = ["AuditResult", "Baseline", "CAVEATS",  # noqa: F822 - CAVEATS: __getattr__ below
-           "StepOutcome", "Verdict"]
-
-
-def __getattr__(name: str) -> Any:
-    """``CAVEATS``, as :mod:`~bayes_risk.auditing.verdicts` reads it from the registry."""
-    if name == "CAVEATS":
-        return verdicts.CAVEATS
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__ = ["AuditResult", "Baseline", "StepOutcome", "Verdict"]
 
 
 def _fit_order(fit: Any) -> tuple[int, int]:
