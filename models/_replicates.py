@@ -10,11 +10,14 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import Interval, check_params
 from bayes_risk._rng import RandomSeed, replicate_rng, seed_sequence
 from bayes_risk.data.normalise import select_columns
 from bayes_risk.exceptions import ValidationError
 
 __all__ = ["iter_replicates", "check_replicate_columns"]
+
+_SETTINGS = {"chunk_size": Interval(int, 1), "n": [Interval(int, 0), None]}
 
 
 def check_replicate_columns(
@@ -46,11 +49,7 @@ def iter_replicates(
 ) -> Iterator[list[pd.DataFrame]]:
     """Yield lists of at most ``chunk_size`` replicates ``draw_one(rng)`` (``columns`` only);
     ``n=None``: until the consumer stops."""
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) \
-            or chunk_size < 1:
-        raise ValidationError(f"chunk_size must be a positive integer. Got {chunk_size!r}.")
-    if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0):
-        raise ValidationError(f"n must be a non-negative integer or None. Got {n!r}.")
+    check_params({"chunk_size": chunk_size, "n": n}, _SETTINGS)
     seq = seed_sequence(random_seed)
     cols = list(columns)
     want = pd.Index(cols)

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import logsumexp
 
+from bayes_risk._constraints import Interval, check_params
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk.contract import ModelInfo
 from bayes_risk.data.schema import Schema
@@ -44,6 +45,7 @@ __all__ = ["DPMultinomial"]
 
 #: the most values of θ held at once (cells × draws): 400 MB of float64
 MAX_THETA_VALUES = 50_000_000
+_SETTINGS = {name: [Interval(float, 0, closed="neither"), None] for name in ("epsilon", "alpha")}
 
 
 class DPMultinomial(BayesianSynthesizer):
@@ -122,11 +124,7 @@ class DPMultinomial(BayesianSynthesizer):
                 f"or {arg_name('alpha')} (the prior count per cell), one of the two. Got "
                 f"epsilon={self.epsilon!r}, alpha={self.alpha!r}.",
                 code="OPTION_CONFLICT" if self.epsilon is not None else "OPTION_REQUIRED")
-        for name in ("epsilon", "alpha"):
-            v = getattr(self, name)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))
-                                  or not (math.isfinite(v) and v > 0)):
-                raise ValidationError(f"{name} must be a finite number > 0. Got {v!r}.")
+        check_params(self, _SETTINGS)
 
     def fit(self, data: pd.DataFrame, *, schema: Schema | None = None,
             synthesized: Sequence[str] | None = None, records: Any = None,

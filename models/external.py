@@ -8,10 +8,14 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import Options, check_params
 from bayes_risk.contract import available_if
 from bayes_risk.exceptions import ValidationError
 
 __all__ = ["ArrayModel"]
+
+_SETTINGS = {"model_class": Options(("P", "O"), listed=True),
+             "ratio_form": Options(("joint", "conditional"), listed=True)}
 
 
 def _take_draws(draws: Any, idx: np.ndarray | None) -> Any:
@@ -136,12 +140,7 @@ class ArrayModel:
     ) -> None:
         if not callable(loglik_fn):
             raise ValidationError("loglik_fn must be callable: f(records, draws) -> [H, n].")
-        if model_class not in ("P", "O"):
-            raise ValidationError(f"model_class must be 'P' or 'O'. Got {model_class!r}.")
-        if ratio_form not in ("joint", "conditional"):
-            raise ValidationError(
-                f"ratio_form must be 'joint' or 'conditional'. Got {ratio_form!r}."
-            )
+        check_params({"model_class": model_class, "ratio_form": ratio_form}, _SETTINGS)
         if model_class == "O" and own_record_delta_fn is None:
             raise ValidationError(
                 "a class O ArrayModel needs own_record_delta_fn(record_row, candidates, synthetic, "

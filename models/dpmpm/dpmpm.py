@@ -18,7 +18,7 @@ import bayes_risk.models.dpmpm.coding as _coding
 import bayes_risk.models.dpmpm.fit as _fit
 import bayes_risk.models.dpmpm.loglik as _loglik
 import bayes_risk.models.dpmpm.synthesis as _synthesis
-from bayes_risk._constraints import Interval, Options, check_value
+from bayes_risk._constraints import Interval, Options, check_params, check_value
 from bayes_risk._io import to_jsonable
 from bayes_risk._rng import RandomSeed
 from bayes_risk.data.schema import Schema
@@ -46,6 +46,8 @@ __all__ = ["DPMPM", "MODES", "SAMPLERS"]
 
 MODES: tuple[str, ...] = ("marginal", "conditional_us", "posterior_class")
 SAMPLERS: tuple[str, ...] = ("gibbs", "nuts")
+_SETTINGS = {"dirichlet_prior": Interval(float, 0, closed="neither"),
+             "synthesis_mode": [Options(MODES), None], "sampler": Options(SAMPLERS)}
 # default run: 500 draws every 5th sweep (occupied classes: ESS ≈ 0.16 per sweep on the ACS
 # extract), extending itself up to 50,000 sweeps per chain; α bounded by its prior's 95 %
 # quantile in the first 100 warm-up sweeps (chains stuck at α ≈ 100 otherwise). Figures:
@@ -202,16 +204,7 @@ class DPMPM(BayesianSynthesizer):
             raise ValidationError(
                 f"alpha_prior must be two positive numbers (shape, rate). Got {self.alpha_prior!r}."
             )
-        dp = self.dirichlet_prior
-        if isinstance(dp, bool) or not isinstance(dp, (int, float, np.number)) or not (
-            np.isfinite(dp) and dp > 0
-        ):
-            raise ValidationError(f"dirichlet_prior must be a positive number. Got {dp!r}.")
-        if self.synthesis_mode is not None and self.synthesis_mode not in MODES:
-            raise ValidationError(
-                f"synthesis_mode must be one of {list(MODES)} or None. Got {self.synthesis_mode!r}."
-            )
-        check_value(self.sampler, Options(SAMPLERS), "sampler")
+        check_params(self, _SETTINGS)
         run = self._run_settings()  # the settings left at None, resolved
         t = run["thin"]  # an integer >= 1 (Sampling checks a given one)
         if self.sampler == "nuts" and t != 1:

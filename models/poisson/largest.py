@@ -15,7 +15,7 @@ import pandas as pd
 import bayes_risk.models.poisson.kernels as pk
 import bayes_risk.models.poisson.loglik as _loglik
 import bayes_risk.models.poisson.weak as pw
-from bayes_risk._constraints import Options, check_value
+from bayes_risk._constraints import Interval, Options, check_value
 from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.models.poisson.state import PoissonState
 
@@ -103,8 +103,7 @@ def largest_value_candidates(state: PoissonState, column: str, upper: float, ste
             f"upper = {upper!r} is below the largest confidential value of {column!r}; the "
             "candidate interval [y_(2), upper] must contain the truth."
         )
-    if not step > 0:
-        raise ValidationError(f"step must be positive. Got {step!r}.")
+    check_value(step, Interval(float, 0, closed="neither"), "step")
     grid = np.arange(y2, float(upper) + step / 2, step)
     grid = np.round(grid)
     if not np.any(grid == y1):

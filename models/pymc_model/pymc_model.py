@@ -20,11 +20,11 @@ import pandas as pd
 import bayes_risk.models.pymc_model.graph as _graph
 import bayes_risk.models.pymc_model.loglik as _loglik
 import bayes_risk.models.pymc_model.synthesis as _synthesis
+from bayes_risk._constraints import Interval, check_value
 from bayes_risk._rng import RandomSeed
 from bayes_risk.contract import ModelInfo
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData
-from bayes_risk.data.validate import check_real
 from bayes_risk.exceptions import CALLER, ConvergenceWarning, ValidationError
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models._bayesian.design import output_column
@@ -140,9 +140,7 @@ class PyMCSynthesizer(BayesianSynthesizer):
     # ---------------------------------------------------------------------------- settings
     def _check_settings(self) -> None:
         resolve_function(self.model_function)
-        accept = check_real(self.target_accept, "target_accept")
-        if not 0 < accept < 1:
-            raise ValidationError(f"target_accept must be in (0, 1). Got {self.target_accept!r}.")
+        check_value(self.target_accept, Interval(float, 0, 1, closed="neither"), "target_accept")
         diagnose = self.diagnose
         if diagnose is not None and (isinstance(diagnose, str) or not all(
                 isinstance(d, str) for d in diagnose) or not list(diagnose)):

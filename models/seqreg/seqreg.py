@@ -181,11 +181,7 @@ class SequentialRegression(BayesianSynthesizer):
         for c in order:
             spec = schema[c]
             f = given.get(c, default_family(spec))
-            if f not in FAMILIES:
-                raise ValidationError(
-                    f"families: {f!r} for column {c!r} is not a known family; expected one of "
-                    f"{sorted(FAMILIES)}."
-                )
+            check_value(f, Options(tuple(sorted(FAMILIES))), f"families[{c!r}]")
             if spec.type not in FAMILIES[f]:
                 raise ValidationError(
                     f"family {f!r} cannot model column {c!r} of type {spec.type}; it needs a "

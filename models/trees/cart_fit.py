@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import Interval, Options, check_params
+from bayes_risk._constraints import Interval, Options, check_params, check_value
 from bayes_risk._numeric import decimals_of
 from bayes_risk._rng import RandomSeed, replayable_seed, spawn
 from bayes_risk.data.schema import Schema, infer_schema
@@ -218,10 +218,8 @@ def node_bandwidths(model: Any, tree: SeqTree, col: str, y: np.ndarray) -> np.nd
     if isinstance(bw, dict):
         bw = bw.get(col)
     if bw is not None:
-        if not (isinstance(bw, (int, float)) and bw > 0):
-            raise ValidationError(f"bandwidth for {col!r} must be a positive number. Got {bw!r}.",
-                                  code="INVALID_ARGUMENT")
-        return np.full(tree.n_nodes, float(bw))
+        bw = check_value(bw, Interval(float, 0, closed="neither"), f"bandwidth for {col!r}")
+        return np.full(tree.n_nodes, bw)
     res = data_resolution(np.asarray(y, dtype=np.float64))
     h = np.zeros(tree.n_nodes)
     for k in range(tree.n_nodes):

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 from scipy.special import gammaln, log_ndtr
 
+from bayes_risk._constraints import Interval, check_value
 from bayes_risk._numeric import logsumexp
 from bayes_risk.exceptions import ValidationError
 
@@ -186,8 +187,7 @@ def truncated_kde_logpdf(x: np.ndarray | float, b: Sequence[float], h: float, lo
     x = np.asarray(x, dtype=np.float64)
     if b.size == 0:
         raise ValidationError("b (kernel centres) must hold at least one value.")
-    if not (np.isfinite(h) and h > 0):
-        raise ValidationError(f"bandwidth h must be a positive number. Got {h!r}.")
+    check_value(h, Interval(float, 0, closed="neither"), "bandwidth h")
     if not lo <= hi:
         raise ValidationError(f"support must satisfy lo <= hi. Got lo={lo!r}, hi={hi!r}.")
     w = np.ones(b.size) if weights is None else np.asarray(weights, dtype=np.float64).ravel()

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from bayes_risk.exceptions import ValidationError
+from bayes_risk._constraints import Interval, Options, check_value
 from bayes_risk.models.trees.seqtree import segment_choice
 
 __all__ = ["distinct_rows", "donor_weights", "draw_donors", "draw_smoothed",
@@ -60,6 +60,7 @@ def leaf_probabilities(leaf_counts: np.ndarray, probabilities: str = "vote",
     ndarray, same shape as ``leaf_counts``
         Each row sums to 1 (rows of an empty leaf with ``α = 0`` are all-NaN).
     """
+    check_value(probabilities, Options(("vote", "leaf_dirichlet"), listed=True), "probabilities")
     c = np.asarray(leaf_counts, dtype=np.float64)
     d = c.shape[-1]
     if probabilities == "vote":
@@ -67,13 +68,9 @@ def leaf_probabilities(leaf_counts: np.ndarray, probabilities: str = "vote",
         win = (c == top) & (top > 0)
         with np.errstate(invalid="ignore", divide="ignore"):
             return win / win.sum(axis=-1, keepdims=True)
-    if probabilities == "leaf_dirichlet":
-        if not (np.isfinite(alpha) and alpha >= 0):
-            raise ValidationError(f"alpha must be a number >= 0. Got {alpha!r}.")
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return (c + alpha) / (c.sum(axis=-1, keepdims=True) + d * alpha)
-    raise ValidationError(
-        f"probabilities must be 'vote' or 'leaf_dirichlet'. Got {probabilities!r}.")
+    check_value(alpha, Interval(float, 0), "alpha")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (c + alpha) / (c.sum(axis=-1, keepdims=True) + d * alpha)
 
 
 def leaf_donors(forest: Any, X: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:

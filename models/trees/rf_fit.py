@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from bayes_risk._constraints import InstanceOf, check_value
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.trees.base import records_mask
@@ -61,8 +62,7 @@ def grouping(group_by: str | Mapping[str, str] | None, cols: list[str], order: l
             if c not in cols:
                 raise ValidationError(
                     f"group_by: column {c!r} is not synthesized (synthesized: {cols}).")
-            if not isinstance(g, str):
-                raise ValidationError(f"group_by[{c!r}] must be a column name. Got {g!r}.")
+            check_value(g, InstanceOf(str, "a column name"), f"group_by[{c!r}]")
             schema.check_columns([g], f"group_by[{c!r}]")
             if g == c:
                 raise ValidationError(

@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from bayes_risk._constraints import Options, check_value
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import require_distinct
 from bayes_risk.exceptions import CALLER, BayesRiskWarning, SchemaError, ValidationError, arg_name
@@ -231,10 +232,8 @@ class SynthesisSpec:
 
 
 def _check_method(value: Any, column: str | None) -> None:
-    if value not in METHODS:
-        where = arg_name(_METHOD) + ("" if column is None else f" of column {column!r}")
-        raise ValidationError(f"{where} must be one of {list(METHODS)}. Got {value!r}.",
-                              code="INVALID_ARGUMENT")
+    where = arg_name(_METHOD) + ("" if column is None else f" of column {column!r}")
+    check_value(value, Options(METHODS), where)
 
 
 def _known(col: str, names: list[str], argument: str) -> None:

@@ -243,7 +243,7 @@ def test_out_given_a_link_says_it_is_a_link(at, capsys, tmp_path):
     (["fit", "acs.csv", "--method", "dpmpm", "--tune", "-1"], "BAD_OPTION_VALUE",
      "--tune must be an integer >= 0"),
     (["fit", "acs.csv", "--method", "dpmpm", "--dirichlet-prior", "0"], "BAD_OPTION_VALUE",
-     "--dirichlet-prior must be a positive number"),
+     "--dirichlet-prior must be a finite number > 0"),
     (["synthesize", "wide.csv", "--method", "cart", "--synthesize", "Nope"], "UNKNOWN_COLUMN",
      "--synthesize: column 'Nope'"),
     (["synthesize", "wide.csv", "--method", "cart", "--synthesize", "Age", "Age"], None,
