@@ -130,13 +130,32 @@ class Measure:
     cost : StepCost, optional
         What the step costs, as measured: its memory and CPU time, which the audit's plan
         states before the first step (``None``: neither is estimated).
+    resolve : callable, optional
+        ``resolve(plan: AuditPlan, original, release, schema) -> str | None``: checks the
+        measure's options against the inputs as the plan is made, before any step runs
+        (raising ``ValidationError``), and says why its step is withheld for this release
+        (``plan.withheld``), or ``None``; called for every registered measure in the
+        registry's order, whether its step is skipped or not (``plan.skip``).
+    applies : callable, optional
+        ``applies(ctx: StepContext) -> str | None``: why the step is left out of this audit,
+        known before the first step (a missing input), or ``None`` when it runs. A step left
+        out is neither checked nor planned, and is skipped with that reason (``None``: it
+        always runs).
+    preflight : callable, optional
+        ``preflight(ctx: StepContext) -> None``: checks the inputs the step reads (the fitted
+        model, the rebuilt synthesizer, a holdout) before the first step, raising
+        ``ValidationError`` or ``SchemaError``; the audit's error names every step whose
+        checks fail alike (``None``: nothing to check).
+    executor : str
+        What of the step runs on the audit's executor (``audit(executor=...)``), as the report
+        says it (``""``: the whole step runs in process).
 
     Raises
     ------
     ValidationError
         ``MEASURE_BROKEN`` when a field naming code holds something other than a callable (an
-        import path ``"module:attribute"`` included: import the object and name it), or
-        ``cost`` something other than a :class:`StepCost`.
+        import path ``"module:attribute"`` included: import the object and name it), ``cost``
+        something other than a :class:`StepCost`, or ``executor`` other than a string.
     """
 
     name: str
@@ -148,6 +167,10 @@ class Measure:
     sections: tuple[Callable[..., Any], ...] = ()
     settings: Callable[[AuditPlan], None] | None = None
     cost: StepCost | None = None
+    resolve: Callable[..., str | None] | None = None
+    applies: Callable[[Any], str | None] | None = None
+    preflight: Callable[[Any], None] | None = None
+    executor: str = ""
 
     def __post_init__(self) -> None:
         if not isinstance(self.sections, tuple):
@@ -157,8 +180,13 @@ class Measure:
             raise ValidationError(f"Measure {self.name!r}: cost must be a "
                                   f"bayes_risk.measures.StepCost; got {self.cost!r}.",
                                   code="MEASURE_BROKEN")
+        if not isinstance(self.executor, str):
+            raise ValidationError(f"Measure {self.name!r}: executor must be a string, what of "
+                                  f"the step runs on the audit's executor; got "
+                                  f"{self.executor!r}.", code="MEASURE_BROKEN")
         named = {"step": self.step, "function": self.function, "result": self.result,
-                 "verdict": self.verdict, "settings": self.settings,
+                 "verdict": self.verdict, "settings": self.settings, "resolve": self.resolve,
+                 "applies": self.applies, "preflight": self.preflight,
                  **{f"sections[{i}]": s for i, s in enumerate(self.sections)},
                  **({"cost.work": self.cost.work, "cost.need": self.cost.need}
                     if self.cost is not None else {})}

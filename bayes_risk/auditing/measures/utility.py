@@ -293,7 +293,19 @@ COST = StepCost(rate=("records x datasets", 8.0e-6, 24.0e-6), sizes=README_SIZES
                 need=utility_need, kept_per_record=100.0)
 
 
+def utility_resolve(plan: AuditPlan, original: pd.DataFrame, release: Any,
+                    schema: Any) -> None:
+    """Refuse, before any step runs, combining rules that cannot apply to the release
+    (``NOT_PARTIAL_SYNTHESIS``), unless the step is skipped."""
+    if MEASURE.name in plan.skip:
+        return
+    from bayes_risk.utility.compare import choose_rules
+
+    choose_rules(plan.given.combining_rules, release, original, list(release), plan.synthesized,
+                 list(schema.names))
+
+
 MEASURE = Measure("utility", "Utility", step=utility_step, function=utility_summary,
                   result=UtilitySummary, verdict=utility_lines,
                   sections=(utility_section, comparisons_section),
-                  settings=utility_settings, cost=COST)
+                  settings=utility_settings, cost=COST, resolve=utility_resolve)
