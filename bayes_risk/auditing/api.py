@@ -139,11 +139,11 @@ def audit(
     ctx = StepContext(original=data, synthetic=syn, schema=sch.with_roles(plan.synthesized),
                          plan=plan, model=model, root=None, progressbar=progressbar,
                          holdout=holdout, weights=w, executor=ex, model_function=model_function)
-    _record_executor(ctx)
     steps = measures()  # the registered measures, in order: one step each
+    _record_executor(ctx, steps)
     with budget.applied():
-        _preflight(ctx)  # every input every step reads, checked before the first step runs
-        planned = _plan_memory(ctx, budget, [m.name for m in steps])
+        _preflight(ctx, steps)  # every input every step reads, checked before the first step
+        planned = _plan_memory(ctx, budget, steps)
         return _audit_steps(ctx, steps, root, earlier, plan, (planned, budget))
 
 
@@ -165,7 +165,7 @@ def _audit_steps(ctx: Any, steps: list[Any], root: Path | None, earlier: Any,
                 left = [sm for sm in memory[0] if sm.step in {s.name for s in steps[i - 1:]}]
                 check_steps(left, memory[1], lambda step: skip_arg([step]),
                             done=", ".join(o.name.replace("_", " ") for o in out))
-            out.append(_run_step(i, len(steps), m.name, m.title, m.step, ctx))
+            out.append(_run_step(i, len(steps), m, ctx))
         return out
 
     def result(outcomes: list[StepOutcome], folder: Path | None) -> AuditResult:
@@ -190,16 +190,16 @@ def _audit_steps(ctx: Any, steps: list[Any], root: Path | None, earlier: Any,
     return done
 
 
-def _record_executor(ctx: Any) -> None:
-    """State where the steps run (printed, and recorded among the settings)."""
-    from bayes_risk.auditing.context import EXECUTOR_STEPS
+def _record_executor(ctx: Any, steps: Sequence[Any]) -> None:
+    """State where the steps run (printed, and recorded among the settings): the engines of the
+    ``steps`` whose measure names an ``executor`` part on the audit's executor."""
     from bayes_risk.executors import describe
 
     where = describe(ctx.executor)
     ctx.run.where = where
     source = "default" if where["kind"] == "in process" else "given"
-    *most, last = (s.replace("_", " ") for s in EXECUTOR_STEPS)
-    names = f"{', '.join(most)} and {last}"
+    *most, last = (m.name.replace("_", " ") for m in steps if m.executor)
+    names = f"{', '.join(most)} and {last}" if most else last
     note = ("every step" if where["kind"] == "in process" else
             f"the {names} steps' engines (the report's list of steps says what of each); every "
             "other step in process")
@@ -207,36 +207,36 @@ def _record_executor(ctx: Any) -> None:
     ctx.plan.add("executor", "where the engines run", where["text"], source, note)
 
 
-def _where(ctx: Any, name: str) -> dict[str, Any]:
-    """Where step ``name`` ran: the audit's executor for :data:`EXECUTOR_STEPS` (with what of
-    the step ran there), else in process."""
-    from bayes_risk.auditing.context import EXECUTOR_STEPS
-
+def _where(ctx: Any, m: Any) -> dict[str, Any]:
+    """Where the step of measure ``m`` ran: the audit's executor when ``m`` names what of its
+    step runs there (``Measure.executor``, with that part), else in process."""
     where = ctx.run.where
-    if where is None or where["kind"] == "in process" or name not in EXECUTOR_STEPS:
+    if where is None or where["kind"] == "in process" or not m.executor:
         return {"kind": "in process", "text": "in process"}
-    return {**where, "part": EXECUTOR_STEPS[name]}
+    return {**where, "part": m.executor}
 
 
-def _plan_memory(ctx: Any, budget: Any, names: list[str]) -> list[Any]:
+def _left_out(ctx: Any, steps: Sequence[Any]) -> set[str]:
+    """The steps that will not run: skipped as asked, withheld by the plan, or left out by
+    their measure (``Measure.applies``)."""
+    off = {*ctx.plan.skip, *ctx.plan.withheld}
+    return off | {m.name for m in steps
+                  if m.name not in off and m.applies is not None and m.applies(ctx) is not None}
+
+
+def _plan_memory(ctx: Any, budget: Any, steps: Sequence[Any]) -> list[Any]:
     """State the memory plan of the steps that will run (printed, and recorded among the
     settings), refuse before any work a step that cannot fit at its smallest chunk, and return
     the plan (:class:`~bayes_risk.auditing.memory_plan.StepMemory` of each step)."""
     from bayes_risk._memory import format_bytes
-    from bayes_risk.auditing.measures.posterior_identification import _posterior_model
     from bayes_risk.auditing.memory_plan import check_steps, least_budget, step_memory, total_time
     from bayes_risk.auditing.memory_plan import resident_memory as held
 
     p = ctx.plan
-    off = {*p.skip, *p.withheld}
-    if "posterior_identification" not in off and (not p.known_synthesized
-                                                  or _posterior_model(ctx)[0] is None):
-        off.add("posterior_identification")  # the step skips itself: nothing to plan
-    if ctx.holdout is None:
-        off |= {"membership", "attacks"}
+    off = _left_out(ctx, steps)
     now = held()
     room = None if budget.limit is None else budget.limit - now
-    plans = step_memory(ctx, [n for n in names if n not in off], room)
+    plans = step_memory(ctx, [m.name for m in steps if m.name not in off], room)
     # the posterior step draws and matches the replicates the plan states at a time
     ctx.run.replicate_chunk = next((sm.chunk for sm in plans if sm.chunk is not None), None)
     size = "no limit" if budget.limit is None else format_bytes(budget.limit)
@@ -305,8 +305,10 @@ def _say(ctx: Any, msg: str) -> None:
         say(f"[audit] {msg}")  # progress goes where the progress bars go
 
 
-def _run_step(i: int, n: int, name: str, title: str, fn: Any, ctx: Any) -> StepOutcome:
-    """Run one step; bad input fails the audit, any other error the step alone."""
+def _run_step(i: int, n: int, m: Any, ctx: Any) -> StepOutcome:
+    """Run the step of measure ``m`` (skipped with the reason its ``applies`` gives, if any);
+    bad input fails the audit, any other error the step alone."""
+    name, title = m.name, m.title
     why = (f"skipped as asked ({skip_arg([name])})." if name in ctx.plan.skip
            else ctx.plan.withheld.get(name))
     if why is not None:
@@ -319,7 +321,9 @@ def _run_step(i: int, n: int, name: str, title: str, fn: Any, ctx: Any) -> StepO
                     ResourceWarning):
             warnings.simplefilter("ignore", cat)
         try:
-            outcome = fn(ctx)
+            left_out = m.applies(ctx) if m.applies is not None else None
+            outcome = (m.step(ctx) if left_out is None else
+                       StepOutcome(name=name, status="skipped", reason=left_out))
         except (ValidationError, SchemaError) as err:
             # bad input fails the audit: a verdict without this step would read as complete
             raise type(err)(
@@ -336,7 +340,7 @@ def _run_step(i: int, n: int, name: str, title: str, fn: Any, ctx: Any) -> StepO
                                   extra={"traceback": "".join(traceback.format_exception(err))})
     outcome.name, outcome.title = name, title
     outcome.seconds = time.perf_counter() - t0
-    outcome.where = _where(ctx, name) if outcome.status != "skipped" else {}
+    outcome.where = _where(ctx, m) if outcome.status != "skipped" else {}
     outcome.warnings = _dedupe(caught)
     named = _with_mcmc_warnings(outcome.warnings, outcome.extra.get("mcmc_warnings") or [])
     if outcome.folder is not None and ctx.root is not None:
@@ -352,46 +356,34 @@ def _run_step(i: int, n: int, name: str, title: str, fn: Any, ctx: Any) -> StepO
     return outcome
 
 
-def _preflight(ctx: Any) -> None:
-    """Check every step's inputs (release, model, holdout) before the first step."""
-    from bayes_risk.auditing.context import loaded_model, rebuilt_synthesizer
-    from bayes_risk.auditing.measures.posterior_identification import rebuilt_has_posterior
+def _preflight(ctx: Any, steps: Sequence[Any]) -> None:
+    """Check every input of the steps that will run (release, model, holdout) before the
+    first: each measure's ``preflight``, and its ``applies`` (which may read an input to tell).
+    An input several steps read fails each of them alike: the error names every one."""
+    from bayes_risk.auditing.context import aligned_columns
+    from bayes_risk.data.fingerprint import check_original
 
-    plan, data, syn = ctx.plan, ctx.original, ctx.synthetic
+    plan = ctx.plan
     _say(ctx, "checking the inputs of every step")
+    failed: list[tuple[str, Exception]] = []
     with warnings.catch_warnings():
         # only the errors matter here: the steps raise these warnings again, recorded
         warnings.simplefilter("ignore")
-        from bayes_risk.auditing.context import aligned_columns
-        from bayes_risk.data.fingerprint import check_original
-
-        check_original(data, syn)
+        check_original(ctx.original, ctx.synthetic)
         ctx.run.rows_aligned = bool(aligned_columns(ctx))
         off = {*plan.skip, *plan.withheld}
-        attribute = "attribute" not in off and plan.attribute_source is not None
-        posterior = "posterior_identification" not in off and bool(plan.known_synthesized)
-        membership = "membership" not in off and ctx.holdout is not None
-        users = [n for n, use in (("attribute", attribute), ("posterior_identification",
-                                                             posterior),
-                                  ("membership", membership and ctx.model is not None)) if use]
-        try:
-            if users and ctx.model is not None:
-                loaded_model(ctx)
-            elif attribute or (posterior and rebuilt_has_posterior(syn)):
-                rebuilt_synthesizer(ctx)
-        except (ValidationError, SchemaError) as err:
-            raise _needed_by(err, users) from err
-        if membership and ctx.model is not None:
-            from bayes_risk.exceptions import NotSupportedError
-            from bayes_risk.membership.api import check_inputs
-
+        for m in steps:
+            if m.name in off or (m.applies is None and m.preflight is None):
+                continue
             try:
-                check_inputs(loaded_model(ctx), data, syn, ctx.holdout,
-                             plan.membership_selection)
-            except NotSupportedError:
-                pass  # a model the measure does not cover: the step is skipped with the reason
+                if (m.applies is None or m.applies(ctx) is None) and m.preflight is not None:
+                    m.preflight(ctx)
             except (ValidationError, SchemaError) as err:
-                raise _needed_by(err, ["membership"]) from err
+                failed.append((m.name, err))
+    if failed:
+        err = failed[0][1]
+        same = [n for n, e in failed if (type(e), str(e)) == (type(err), str(err))]
+        raise _needed_by(err, same) from err
 
 
 def _needed_by(err: Exception, users: list[str]) -> Exception:

@@ -16,22 +16,11 @@ from bayes_risk._io import write_json
 from bayes_risk.auditing.outcome import StepOutcome
 from bayes_risk.auditing.plan import AuditPlan, radius_text
 
-__all__ = ["add_run_warnings", "aligned_columns", "EXECUTOR_STEPS", "identification_kwargs",
-           "loaded_model", "membership_reuses", "named_run", "radius_label", "ran",
+__all__ = ["add_run_warnings", "aligned_columns", "identification_kwargs", "loaded_model",
+           "membership_reuses", "named_run", "radius_label", "ran",
            "rebuilt_synthesizer", "release_independent", "rows_aligned", "RunState",
            "shown_known_values", "skipped", "step_folder", "StepContext", "write_known_sweep",
            "write_table"]
-
-#: the steps whose engines run their partitions on the audit's executor (``audit(executor=)``),
-#: and what of each runs there; every other step, and the rest of these, run in process
-EXECUTOR_STEPS = {
-    "identification": "the matching of every run (one dataset at a time, pooled, the radius "
-                      "searches, the knowledge sweep); the drivers of the risk in process",
-    "posterior_identification": "the batches of posterior replicates, each drawn and matched "
-                                "in one task",
-    "attribute": "the records' posteriors, also of the knowledge sweep; refits of a fitted "
-                 "model and the known-records curve in process",
-}
 
 
 @dataclass
@@ -41,6 +30,9 @@ class RunState:
 
     #: the synthesizer rebuilt from the release's manifest (built once)
     rebuilt: Any = None
+    #: the fitted model once checked against the original and the release (several steps'
+    #: ``applies`` and ``preflight`` read it before their steps do)
+    checked_model: Any = None
     #: whether row i of every dataset is record i of the original (None: not checked)
     rows_aligned: bool | None = None
     #: the attribute step's refits of ``refits_model``, reused by the membership step
@@ -76,7 +68,7 @@ class StepContext:
     holdout: Any = None
     #: the original's survey weights (``weights=``)
     weights: Any = None
-    #: where the engines of :data:`EXECUTOR_STEPS` run their
+    #: where the engines of the steps whose measure names an ``executor`` part run their
     #: partitions (``audit(executor=...)``, an :class:`~bayes_risk.executors.Executor`)
     executor: Any = None
     #: the model function of a PyMC model folder given as ``model`` (``load_model``'s)
@@ -201,7 +193,8 @@ def add_run_warnings(folder: Path, step: str, run_warnings: list[dict[str, Any]]
 
 
 def loaded_model(ctx: StepContext) -> Any:
-    """The fitted model given (loaded from its folder), checked against the original."""
+    """The fitted model given (loaded from its folder), checked against the original and the
+    release once."""
     from bayes_risk.exceptions import ValidationError
 
     model = ctx.model
@@ -210,6 +203,8 @@ def loaded_model(ctx: StepContext) -> Any:
 
         model = load_model(model, model_function=ctx.model_function)
         ctx.model = model  # loaded once for every step
+    if model is ctx.run.checked_model:
+        return model
     check = getattr(model, "check_fingerprint", None)
     problem = check(ctx.original) if check is not None else None
     if problem is not None:
@@ -223,6 +218,7 @@ def loaded_model(ctx: StepContext) -> Any:
         check_release_model(model, ctx.synthetic, ctx.original)
     if not ctx.progressbar and hasattr(model, "progressbar"):
         model.progressbar = False
+    ctx.run.checked_model = model
     return model
 
 

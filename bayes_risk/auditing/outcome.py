@@ -176,6 +176,25 @@ class Measure:
         ``together(result: AuditResult) -> list[str]``: sentences reading the measure's lines
         with another measure's where they seem to disagree (the report's "Reading the lines
         together"; ``None``: none).
+    resolve : callable, optional
+        ``resolve(plan: AuditPlan, original, release, schema) -> str | None``: checks the
+        measure's options against the inputs as the plan is made, before any step runs
+        (raising ``ValidationError``), and says why its step is withheld for this release
+        (``plan.withheld``), or ``None``; called for every registered measure in the
+        registry's order, whether its step is skipped or not (``plan.skip``).
+    applies : callable, optional
+        ``applies(ctx: StepContext) -> str | None``: why the step is left out of this audit,
+        known before the first step (a missing input), or ``None`` when it runs. A step left
+        out is neither checked nor planned, and is skipped with that reason (``None``: it
+        always runs).
+    preflight : callable, optional
+        ``preflight(ctx: StepContext) -> None``: checks the inputs the step reads (the fitted
+        model, the rebuilt synthesizer, a holdout) before the first step, raising
+        ``ValidationError`` or ``SchemaError``; the audit's error names every step whose
+        checks fail alike (``None``: nothing to check).
+    executor : str
+        What of the step runs on the audit's executor (``audit(executor=...)``), as the report
+        says it (``""``: the whole step runs in process).
 
     Raises
     ------
@@ -183,8 +202,8 @@ class Measure:
         ``MEASURE_BROKEN`` when a field naming code holds something other than a callable (an
         import path ``"module:attribute"`` included: import the object and name it), or
         ``cost`` something other than a :class:`StepCost`, ``caveats`` something other than
-        a mapping of names to tuples of codes, or ``risk`` or ``intruders_by_line`` something
-        other than a bool.
+        a mapping of names to tuples of codes, ``risk`` or ``intruders_by_line`` something
+        other than a bool, or ``executor`` other than a string.
     """
 
     name: str
@@ -203,6 +222,10 @@ class Measure:
     not_assessed: Callable[[AuditPlan, StepOutcome], list[str]] | None = None
     contributions: Callable[[Any, StepOutcome, float], Contributions | None] | None = None
     together: Callable[[Any], list[str]] | None = None
+    resolve: Callable[..., str | None] | None = None
+    applies: Callable[[Any], str | None] | None = None
+    preflight: Callable[[Any], None] | None = None
+    executor: str = ""
 
     def __post_init__(self) -> None:
         if not isinstance(self.sections, tuple):
@@ -212,6 +235,10 @@ class Measure:
             raise ValidationError(f"Measure {self.name!r}: cost must be a "
                                   f"bayes_risk.measures.StepCost; got {self.cost!r}.",
                                   code="MEASURE_BROKEN")
+        if not isinstance(self.executor, str):
+            raise ValidationError(f"Measure {self.name!r}: executor must be a string, what of "
+                                  f"the step runs on the audit's executor; got "
+                                  f"{self.executor!r}.", code="MEASURE_BROKEN")
         if not isinstance(self.caveats, Mapping) or not all(
                 isinstance(k, str) and isinstance(v, tuple)
                 and all(isinstance(c, str) for c in v) for k, v in self.caveats.items()):
@@ -224,7 +251,8 @@ class Measure:
         named = {"step": self.step, "function": self.function, "result": self.result,
                  "verdict": self.verdict, "settings": self.settings,
                  "not_assessed": self.not_assessed, "contributions": self.contributions,
-                 "together": self.together,
+                 "together": self.together, "resolve": self.resolve, "applies": self.applies,
+                 "preflight": self.preflight,
                  **{f"sections[{i}]": s for i, s in enumerate(self.sections)},
                  **({"cost.work": self.cost.work, "cost.need": self.cost.need}
                     if self.cost is not None else {})}

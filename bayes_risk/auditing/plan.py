@@ -15,7 +15,8 @@ from bayes_risk.auditing.thresholds import THRESHOLD_SOURCES, Thresholds
 
 # Thresholds and THRESHOLD_SOURCES are defined in auditing/thresholds.py, imported from here too
 __all__ = ["AuditPlan", "Setting", "Thresholds", "ATTACK_OPTIONS", "THRESHOLD_SOURCES",
-           "CONVENTION_RADIUS", "cli_step_name", "radius_text", "skip_arg"]
+           "CONVENTION_RADIUS", "cli_step_name", "post_processed", "post_processing",
+           "post_processing_text", "radius_text", "reads_likelihood", "skip_arg"]
 
 
 #: the attacks' options in an audit: anonymeter's defaults
@@ -159,6 +160,36 @@ def radius_text(radius: dict[str, float]) -> str:
     """``"Age exact, Income = 0.01"``, or ``"exact matching"`` without a radius."""
     return ", ".join(f"{c} exact" if r == 0 else f"{c} = {r:g}"
                      for c, r in radius.items()) or "exact matching"
+
+
+def post_processing(release: Any) -> list[dict[str, Any]]:
+    """What was applied to ``release`` after synthesis (``bayes-risk remedy``), in order, as its
+    manifest records it (empty: nothing)."""
+    return list((getattr(release, "extra", None) or {}).get("post_processing") or [])
+
+
+def post_processing_text(done: list[dict[str, Any]]) -> str:
+    """The operations of :func:`post_processing` in words: ``"local suppression, smoothing"``."""
+    return ", ".join(str(d.get("operation")).replace("_", " ") for d in done)
+
+
+def post_processed(release: Any) -> str | None:
+    """Why no model's likelihood describes ``release``: it was post-processed after synthesis
+    (``None``: it was not)."""
+    done = post_processing(release)
+    if not done:
+        return None
+    return (f"the release was post-processed after synthesis ({post_processing_text(done)}; "
+            "bayes-risk remedy), so no model's likelihood describes it; audit the release as "
+            "synthesized for this step")
+
+
+def reads_likelihood(plan: AuditPlan, original: pd.DataFrame, release: Any,
+                     schema: Any) -> str | None:
+    """The ``resolve`` of a measure whose step reads the synthesis model's likelihood
+    (:class:`~bayes_risk.measures.Measure`): withheld for a post-processed release."""
+    why = post_processed(release)
+    return None if why is None else why + "."
 
 
 def cli_step_name(step: str) -> str:

@@ -9,7 +9,7 @@ import dataclasses
 import json
 import os
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import MISSING
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk.auditing.plan import CONVENTION_RADIUS, AuditPlan, cli_step_name
+from bayes_risk.auditing.plan import (
+    CONVENTION_RADIUS,
+    AuditPlan,
+    cli_step_name,
+    post_processing,
+    post_processing_text,
+)
 from bayes_risk.auditing.thresholds import Thresholds
 from bayes_risk.data.validate import require_distinct
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name, on_command_line
@@ -276,11 +282,6 @@ def make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
             f"{arg_name('synthesized', '[...]', cli='COL ...')}.",
             code="NO_DIFFERENCES"
         )
-    if "utility" not in skip_steps:
-        from bayes_risk.utility.compare import choose_rules
-
-        # combining rules that cannot apply (NOT_PARTIAL_SYNTHESIS) fail before any step runs
-        choose_rules(s.combining_rules, syn, data, list(syn), syn_cols, list(sch.names))
     ku = [c for c in known if c not in syn_cols]
     ks = [c for c in known if c in syn_cols]
     rad, rad_src = _plan_radius(s.match.radius, known, sch)
@@ -327,43 +328,21 @@ def make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
                  "MODEL_DIFFERS when it did not make the release")
     plan.donor_columns, plan.smoothable_columns, plan.smoothed_columns = \
         _release_capabilities(syn, sch, plan.numeric_synthesized)
-    done = (getattr(syn, "extra", None) or {}).get("post_processing")
+    done = post_processing(syn)
     if done:
-        ops = ", ".join(str(d.get("operation")).replace("_", " ") for d in done)
-        why = (f"the release was post-processed after synthesis ({ops}; bayes-risk remedy), so no "
-               "model's likelihood describes it; audit the release as synthesized for this "
-               "step")
-        bound = bounded_by_before(done, known)
-        plan.withheld = {n: why + "." for n in ("posterior_identification", "membership")}
-        plan.withheld["attribute"] = why + (
-            " (its lines there bound this release's from above: with that audit given as "
-            f"{arg_name('before')}, they are carried as upper bounds)." if bound else
-            "; its lines there are no bound on this release's (a remedy that depends on what "
-            "the intruder does not know can reveal it).")
-        if bound:
-            plan.bounded_before = {"attribute": bound}
-        plan.add("release", "post-processing", ops, "release manifest",
+        plan.add("release", "post-processing", post_processing_text(done), "release manifest",
                  "applied after synthesis (bayes-risk remedy); the model-based steps are "
                  "withheld")
         plan.suppressed_columns = sorted({
             c for d in done if d.get("operation") == "local_suppression"
             for c, n in (d.get("n_suppressed") or {}).items() if sum(n)})
-    from bayes_risk.data.synthetic import released_records
-
-    sizes = sorted({len(z) for z in syn if len(z) != len(data)})
-    if sizes and released_records(syn, len(data)) is None:
-        # identification's true match is record i's own released row i: rows removed after a
-        # full synthesis (or another number of rows) pair no row with a record
-        plan.withheld["identification"] = (
-            f"the release's datasets hold {', '.join(f'{k:,}' for k in sizes)} records, the "
-            f"original {len(data):,}"
-            + (" (records were removed after synthesis)" if done else "")
-            + ", so no released row is paired with an original record, which identification "
-            "risk's true match needs (Hornby & Hu 2021); the disclosure measures (repU, DiSCO) "
-            "and the attacks measure this release's identity disclosure without that pairing.")
     plan.partial_synthesis = 0 < len(syn_cols) < len(sch.names)
     plan.fully_synthetic = (not plan.partial_synthesis
                             and getattr(syn, "synthesized_records", None) is None)
+    for m in measures():  # each measure's options checked, and its step withheld or not
+        why = m.resolve(plan, data, syn, sch) if m.resolve is not None else None
+        if why is not None:
+            plan.withheld[m.name] = why
     if s.weights is not None and s.weights in plan.known:
         raise ValidationError(
             f"weights column {s.weights!r} is also a known column; survey weights are not a "
@@ -380,36 +359,6 @@ def make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
                  source, "combinations the model gives probability 0: no synthetic record "
                  "holds them, and the attribute risk never offers them as candidates")
     return plan
-
-
-#: post-processing that is a function of the release alone (its own values, bounds given)
-_RELEASE_ONLY = ("bottom_top_coding", "smoothing")
-
-
-def bounded_by_before(done: Sequence[Any], known: Sequence[str]) -> str | None:
-    """Why the attribute lines of the release before the remedy bound this release's from
-    above, or ``None`` when they do not: each post-processing step is a function of the release
-    before it and of what the attribute step's worst-case intruder knows (every other record,
-    the target's known columns), so by the data-processing inequality an intruder who sees the
-    remedied release learns no more, on average, than one who sees the release before it. A
-    removal of uniques qualifies when its keys are known columns (which rows it removes is then
-    known to that intruder); one on a column the intruder does not know can reveal the target's
-    value by which rows are missing, and other remedies are not claimed."""
-    ops = []
-    for d in done:
-        op = str(d.get("operation"))
-        if op in _RELEASE_ONLY:
-            ops.append(op.replace("_", " ") + " (a function of the release alone)")
-        elif op.startswith("remove_") and set(d.get("keys") or ()) <= set(known) \
-                and d.get("keys"):
-            ops.append(f"{op.replace('_', ' ')} on the known columns {', '.join(d['keys'])} "
-                       "(which rows go is a function of the release and of what the intruder "
-                       "knows: the other records and the target's known values)")
-        else:
-            return None
-    return ("data-processing inequality: " + "; ".join(ops) + "; an intruder who sees the "
-            "remedied release learns no more, on average, than one who sees the release "
-            "before the remedy")
 
 
 def _structural_zeros(model: Any) -> tuple[int, str] | None:

@@ -262,8 +262,8 @@ def test_the_steps_left_are_checked_again_before_each_step(monkeypatch, tmp_path
     monkeypatch.setattr(memory_plan, "_kernels_loaded", lambda mods: True)
     ran = []
     monkeypatch.setattr(audit_api, "_run_step",
-                        lambda *a: ran.append(a[2])
-                        or br.auditing.StepOutcome(name=a[2], status="skipped"))
+                        lambda i, n, m, ctx: ran.append(m.name)
+                        or br.auditing.StepOutcome(name=m.name, status="skipped"))
     out = tmp_path / "a"
     with br.memory_limit("1GB"), pytest.raises(br.ValidationError) as err:
         _audit(out=out)

@@ -446,3 +446,107 @@ def test_a_reading_field_of_the_wrong_kind_is_refused(toy):
         with pytest.raises(ValidationError, match=said) as err:
             replace(toy.MEASURE, **kw)
         assert err.value.code == "MEASURE_BROKEN"
+
+
+#: a measure saying when its step is withheld and when it applies, what it checks before the
+#: first step and what of it runs on the audit's executor, in its own file (docs: "Adding a
+#: measure", the record's ``resolve``, ``applies``, ``preflight`` and ``executor``)
+GATED_FILE = '''
+from bayes_risk.auditing.outcome import StepOutcome
+from bayes_risk.exceptions import ValidationError
+from bayes_risk.measures import Measure
+
+
+def gated_resolve(plan, original, release, schema):
+    if any(len(z) != len(original) for z in release):
+        return "a dataset holds another number of records than the original."
+    return None
+
+
+def gated_applies(ctx):
+    return None if ctx.holdout is not None else "no holdout was given: nothing to compare."
+
+
+def gated_preflight(ctx):
+    if len(ctx.holdout) < 10:
+        raise ValidationError(f"holdout: {len(ctx.holdout)} records; give 10 at least.",
+                              code="HOLDOUT_SMALL")
+
+
+def gated_step(ctx):
+    return StepOutcome(name="gated", status="ran", result=len(ctx.holdout))
+
+
+MEASURE = Measure("gated", "Gated", step=gated_step, resolve=gated_resolve, applies=gated_applies,
+                  preflight=gated_preflight, executor="the comparison of the holdout")
+'''
+
+
+def test_a_measure_declares_when_it_runs_its_checks_and_its_executor_part(data, tmp_path,
+                                                                          monkeypatch, capsys):
+    """The audit reads from the record alone (issue 87) whether the step is withheld for the
+    release (the plan's reason), whether it applies (left out of the plan of memory and time
+    and skipped with the measure's reason), the checks of its inputs before the first step (an
+    error naming the step and how to audit without it) and what of it runs on the audit's
+    executor; with each field ignored, the step would run (and fail) or run in process."""
+    from dataclasses import replace
+
+    (tmp_path / "gated_measure.py").write_text(GATED_FILE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import gated_measure as mod
+
+    class Elsewhere:  # another executor, described by its class name
+        partition_size = None
+
+        def map(self, fn, shared, parts, *, progressbar=True, description=""):
+            return [fn(shared, part) for part in parts]
+
+    orig, syn = data
+    kw = dict(known=KNOWN, random_seed=1, settings=br.AuditSettings(skip=BUILTIN))
+    register(mod.MEASURE)
+    try:
+        res = br.audit(orig, syn, progressbar=True, **kw)
+        said = capsys.readouterr().err
+        step = res.step("gated")
+        assert (step.status, step.reason) == ("skipped", "no holdout was given: nothing to "
+                                              "compare.")
+        assert "0 step(s) to run ()" in said and "skipped: no holdout was given" in said
+        assert "gated" not in set(res.plan.settings_frame().query("step == 'memory'")["setting"])
+        with pytest.raises(ValidationError, match=r"^holdout: 5 records; give 10 at least\. "
+                           r"\(needed by the gated step; to audit the release without it, give "
+                           r"settings=AuditSettings\(skip=\['gated'\]\)\)\.$") as err:
+            br.audit(orig, syn, holdout=orig.iloc[:5], out=tmp_path / "a", progressbar=False,
+                     **kw)
+        assert err.value.code == "HOLDOUT_SMALL" and not (tmp_path / "a").exists()
+        res = br.audit(orig, syn, holdout=orig.iloc[:20], executor=Elsewhere(),
+                       progressbar=False, **kw)
+        assert (res.step("gated").status, res.step("gated").result) == ("ran", 20)
+        assert res.step("gated").where == {"kind": "Elsewhere", "text": "by Elsewhere",
+                                           "partition_size": None,
+                                           "part": "the comparison of the holdout"}
+        # a release the measure withholds itself from
+        short = br.audit(orig, [syn[0], syn[1].iloc[:60]], holdout=orig.iloc[:20],
+                         progressbar=False, **kw)
+        why = "a dataset holds another number of records than the original."
+        assert short.plan.withheld["gated"] == why
+        assert (short.step("gated").status, short.step("gated").reason) == ("skipped", why)
+        note = res.plan.settings_frame().query("step == 'executor'")["note"].iloc[0]
+        assert note.startswith("the identification, posterior identification, attribute and "
+                               "gated steps' engines")
+        unregister("gated")
+        # without the executor part, the step runs in process and is not named
+        register(replace(mod.MEASURE, executor=""))
+        res = br.audit(orig, syn, holdout=orig.iloc[:20], executor=Elsewhere(),
+                       progressbar=False, **kw)
+        assert res.step("gated").where == {"kind": "in process", "text": "in process"}
+    finally:
+        unregister("gated")
+    with pytest.raises(ValidationError, match="executor must be a string") as err:
+        replace(mod.MEASURE, executor=["the comparison"])
+    assert err.value.code == "MEASURE_BROKEN"
+    with pytest.raises(ValidationError, match="resolve must be the function or class itself"):
+        replace(mod.MEASURE, resolve="gated_measure:gated_resolve")
+    with pytest.raises(ValidationError, match="applies must be the function or class itself"):
+        replace(mod.MEASURE, applies="gated_measure:gated_applies")
+    with pytest.raises(ValidationError, match="preflight must be the function or class itself"):
+        replace(mod.MEASURE, preflight="gated_measure:gated_preflight")

@@ -12,7 +12,7 @@ import numpy as np
 from bayes_risk._io import write_json
 from bayes_risk.attacks.singling_out import singling_out_risk
 from bayes_risk.auditing import remedies
-from bayes_risk.auditing.context import StepContext, ran, skipped, step_folder, write_table
+from bayes_risk.auditing.context import StepContext, ran, step_folder, write_table
 from bayes_risk.auditing.outcome import Measure, Need, StepCost, StepOutcome, step_file
 from bayes_risk.auditing.plan import ATTACK_OPTIONS, AuditPlan
 from bayes_risk.auditing.report_blocks import (
@@ -26,16 +26,20 @@ from bayes_risk.results._base import plot_figure
 from bayes_risk.results.attacks import SinglingOutResult
 
 
+def attacks_applies(ctx: StepContext) -> str | None:
+    """Why the step is left out: no holdout, the attacks' control (``None``: it runs)."""
+    if ctx.holdout is None:
+        return ("no holdout was given (holdout= / --holdout: records of the population that the "
+                "synthesis did not use), so the attacks' success cannot be read against the same "
+                "attacks on records the release knows nothing about.")
+    return None
+
+
 def attacks_step(ctx: StepContext) -> StepOutcome:
-    """Singling-out, linkability and inference risk against the holdout (skipped without
-    one); inference of each synthesized column from every other column."""
+    """Singling-out, linkability and inference risk against the holdout (run with one:
+    :func:`attacks_applies`); inference of each synthesized column from every other column."""
     from bayes_risk.attacks import inference_risk, linkability_risk
 
-    if ctx.holdout is None:
-        return skipped(
-            "attacks", "no holdout was given (holdout= / --holdout: records of the population that "
-            "the synthesis did not use), so the attacks' success cannot be read against the "
-            "same attacks on records the release knows nothing about.")
     p = ctx.plan
     opts = ATTACK_OPTIONS
     n_cols = min(opts["n_cols"], len(ctx.schema))
@@ -307,4 +311,4 @@ CAVEATS: dict[str, tuple[str, ...]] = {
 MEASURE = Measure("attacks", "Singling out, linkability and inference (anonymeter)",
                   step=attacks_step, function=singling_out_risk, result=SinglingOutResult,
                   verdict=attacks_lines, sections=(attacks_section,),
-                  settings=attacks_settings, cost=COST, caveats=CAVEATS)
+                  settings=attacks_settings, cost=COST, caveats=CAVEATS, applies=attacks_applies)

@@ -4,6 +4,7 @@ section, named by its record ``MEASURE`` (:doc:`/adding_a_measure`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -36,7 +37,7 @@ from bayes_risk.auditing.outcome import (
     Work,
     step_file,
 )
-from bayes_risk.auditing.plan import AuditPlan
+from bayes_risk.auditing.plan import AuditPlan, post_processed, post_processing
 from bayes_risk.auditing.report_blocks import (
     TOP_N,
     Block,
@@ -774,7 +775,73 @@ CAVEATS: dict[str, tuple[str, ...]] = {
 }
 
 
+#: post-processing that is a function of the release alone (its own values, bounds given)
+_RELEASE_ONLY = ("bottom_top_coding", "smoothing")
+
+
+def bounded_by_before(done: Sequence[Any], known: Sequence[str]) -> str | None:
+    """Why the attribute lines of the release before the remedy bound this release's from
+    above, or ``None`` when they do not: each post-processing step is a function of the release
+    before it and of what the attribute step's worst-case intruder knows (every other record,
+    the target's known columns), so by the data-processing inequality an intruder who sees the
+    remedied release learns no more, on average, than one who sees the release before it. A
+    removal of uniques qualifies when its keys are known columns (which rows it removes is then
+    known to that intruder); one on a column the intruder does not know can reveal the target's
+    value by which rows are missing, and other remedies are not claimed."""
+    ops = []
+    for d in done:
+        op = str(d.get("operation"))
+        if op in _RELEASE_ONLY:
+            ops.append(op.replace("_", " ") + " (a function of the release alone)")
+        elif op.startswith("remove_") and set(d.get("keys") or ()) <= set(known) \
+                and d.get("keys"):
+            ops.append(f"{op.replace('_', ' ')} on the known columns {', '.join(d['keys'])} "
+                       "(which rows go is a function of the release and of what the intruder "
+                       "knows: the other records and the target's known values)")
+        else:
+            return None
+    return ("data-processing inequality: " + "; ".join(ops) + "; an intruder who sees the "
+            "remedied release learns no more, on average, than one who sees the release "
+            "before the remedy")
+
+
+def attribute_resolve(plan: AuditPlan, original: pd.DataFrame, release: Any,
+                      schema: Any) -> str | None:
+    """Why the step is withheld: a post-processed release, which no model's likelihood
+    describes (``None``: it is not), saying whether the lines of the release before the remedy
+    bound this one's (recorded in ``plan.bounded_before``)."""
+    why = post_processed(release)
+    if why is None:
+        return None
+    bound = bounded_by_before(post_processing(release), plan.known)
+    if bound:
+        plan.bounded_before[MEASURE.name] = bound
+    return why + (
+        " (its lines there bound this release's from above: with that audit given as "
+        f"{arg_name('before')}, they are carried as upper bounds)." if bound else
+        "; its lines there are no bound on this release's (a remedy that depends on what "
+        "the intruder does not know can reveal it).")
+
+
+def attribute_preflight(ctx: StepContext) -> None:
+    """Load and check the likelihood's source before the first step: the fitted model given,
+    else the synthesizer rebuilt from the release's manifest (none: the step says why it
+    skips)."""
+    if ctx.plan.attribute_source is None:
+        return
+    if ctx.model is not None:
+        loaded_model(ctx)
+    else:
+        rebuilt_synthesizer(ctx)
+
+
+#: what of the step runs on the audit's executor (``audit(executor=...)``)
+EXECUTOR = ("the records' posteriors, also of the knowledge sweep; refits of a fitted model and "
+            "the known-records curve in process")
+
+
 MEASURE = Measure("attribute", "Attribute risk", step=attribute_step, function=attribute_risk,
                   result=AttributeRiskResult, verdict=attribute_lines,
                   sections=(attribute_section,),
-                  settings=attribute_settings, cost=COST, caveats=CAVEATS)
+                  settings=attribute_settings, cost=COST, caveats=CAVEATS,
+                  resolve=attribute_resolve, preflight=attribute_preflight, executor=EXECUTOR)

@@ -41,7 +41,7 @@ from bayes_risk.auditing.outcome import (
     Work,
     step_file,
 )
-from bayes_risk.auditing.plan import AuditPlan, radius_text
+from bayes_risk.auditing.plan import AuditPlan, post_processing, radius_text
 from bayes_risk.auditing.report_blocks import (
     TOP_N,
     Block,
@@ -868,9 +868,35 @@ CAVEATS: dict[str, tuple[str, ...]] = {
 }
 
 
+def identification_resolve(plan: AuditPlan, original: Any, release: Any,
+                           schema: Any) -> str | None:
+    """Why the step is withheld: no released row is paired with an original record
+    (``None``: row i of a dataset is record i's, or the datasets hold every record)."""
+    from bayes_risk.data.synthetic import released_records
+
+    n = plan.n_records
+    sizes = sorted({len(z) for z in release if len(z) != n})
+    if not sizes or released_records(release, n) is not None:
+        return None
+    # identification's true match is record i's own released row i: rows removed after a
+    # full synthesis (or another number of rows) pair no row with a record
+    return (f"the release's datasets hold {', '.join(f'{k:,}' for k in sizes)} records, the "
+            f"original {n:,}"
+            + (" (records were removed after synthesis)" if post_processing(release) else "")
+            + ", so no released row is paired with an original record, which identification "
+            "risk's true match needs (Hornby & Hu 2021); the disclosure measures (repU, DiSCO) "
+            "and the attacks measure this release's identity disclosure without that pairing.")
+
+
+#: what of the step runs on the audit's executor (``audit(executor=...)``)
+EXECUTOR = ("the matching of every run (one dataset at a time, pooled, the radius searches, the "
+            "knowledge sweep); the drivers of the risk in process")
+
+
 MEASURE = Measure("identification", "Identification risk", step=identification_step,
                   function=identification_risk, result=IdentificationResult,
                   verdict=identification_lines, sections=(identification_section,),
                   settings=identification_settings, cost=COST, caveats=CAVEATS,
                   not_assessed=identification_not_assessed,
-                  contributions=identification_contributions)
+                  contributions=identification_contributions, resolve=identification_resolve,
+                  executor=EXECUTOR)

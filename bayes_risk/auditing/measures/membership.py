@@ -19,7 +19,7 @@ from bayes_risk.auditing.context import (
     write_table,
 )
 from bayes_risk.auditing.outcome import Measure, Need, StepCost, StepOutcome, step_file
-from bayes_risk.auditing.plan import AuditPlan
+from bayes_risk.auditing.plan import AuditPlan, reads_likelihood
 from bayes_risk.auditing.report_blocks import (
     Links,
     Section,
@@ -39,17 +39,38 @@ from bayes_risk.results._base import plot_figure
 from bayes_risk.results.membership import MembershipRiskResult
 
 
+def membership_applies(ctx: StepContext) -> str | None:
+    """Why the step is left out: no holdout, the non-members (``None``: it runs)."""
+    if ctx.holdout is None:
+        return (f"no holdout was given ({arg_name('holdout', '...', cli='FILE')}: records of "
+                "the population that were not in the original), so members cannot be compared "
+                "with non-members.")
+    return None
+
+
+def membership_preflight(ctx: StepContext) -> None:
+    """Load and check the fitted model, and check the step's inputs against it, before the
+    first step (a model the measure does not cover: the step says why it skips)."""
+    from bayes_risk.exceptions import NotSupportedError
+    from bayes_risk.membership.api import check_inputs
+
+    if ctx.model is None:
+        return
+    model = loaded_model(ctx)
+    try:
+        check_inputs(model, ctx.original, ctx.synthetic, ctx.holdout,
+                     ctx.plan.membership_selection)
+    except NotSupportedError:
+        pass
+
+
 def membership_step(ctx: StepContext) -> StepOutcome:
-    """Membership risk against the holdout (:func:`bayes_risk.membership_risk`)."""
+    """Membership risk against the holdout (:func:`bayes_risk.membership_risk`; run with one:
+    :func:`membership_applies`)."""
     from bayes_risk.exceptions import NotSupportedError
     from bayes_risk.membership.api import check_model
     from bayes_risk.membership.specs import AttackSpec, RatioSpec
 
-    if ctx.holdout is None:
-        return skipped(
-            "membership", f"no holdout was given ({arg_name('holdout', '...', cli='FILE')}: "
-            "records of the population that were not in the original), so members cannot be "
-            "compared with non-members.")
     if ctx.model is None:
         return skipped(
             "membership", f"no fitted model was given ({arg_name('model', '...', cli='DIR')}): "
@@ -202,4 +223,6 @@ CAVEATS: dict[str, tuple[str, ...]] = {
 MEASURE = Measure("membership", "Membership risk", step=membership_step,
                   function=membership_risk, result=MembershipRiskResult,
                   verdict=membership_lines, sections=(membership_section,),
-                  settings=membership_settings, cost=COST, caveats=CAVEATS)
+                  settings=membership_settings, cost=COST, caveats=CAVEATS,
+                  resolve=reads_likelihood, applies=membership_applies,
+                  preflight=membership_preflight)

@@ -19,7 +19,6 @@ from bayes_risk.auditing.context import (
     ran,
     rebuilt_synthesizer,
     shown_known_values,
-    skipped,
     step_folder,
     write_table,
 )
@@ -33,7 +32,7 @@ from bayes_risk.auditing.outcome import (
     Work,
     step_file,
 )
-from bayes_risk.auditing.plan import radius_text, skip_arg
+from bayes_risk.auditing.plan import radius_text, reads_likelihood, skip_arg
 from bayes_risk.auditing.report_blocks import (
     Block,
     Links,
@@ -97,19 +96,25 @@ def _posterior_model(ctx: StepContext) -> tuple[Any, str | None]:
     return model, None
 
 
+def posterior_applies(ctx: StepContext) -> str | None:
+    """Why the step is left out: no known column synthesized, or no model to draw replicates
+    from (the model is loaded to tell); ``None`` when it runs."""
+    if not ctx.plan.known_synthesized:
+        return ("no known column is synthesized: posterior replicates of the synthesized "
+                "columns would change no match.")
+    why = _posterior_model(ctx)[1]
+    return None if why is None else (f"{why}; the identification step uses the m released "
+                                     "datasets as replicates.")
+
+
 def posterior_identification_step(ctx: StepContext) -> StepOutcome:
-    """Identification risk over posterior-predictive replicates (Drechsler & Reiter 2008)."""
+    """Identification risk over posterior-predictive replicates (Drechsler & Reiter 2008); the
+    audit runs it when :func:`posterior_applies` finds a model to draw them from."""
     from bayes_risk.identification.replicates import PosteriorReplicates
 
     p = ctx.plan
     name = "posterior_identification"
-    if not p.known_synthesized:
-        return skipped(name, "no known column is synthesized: posterior replicates of the "
-                       "synthesized columns would change no match.")
-    model, why = _posterior_model(ctx)
-    if model is None:
-        return skipped(name, f"{why}; the identification step uses the m released datasets "
-                       "as replicates.")
+    model = _posterior_model(ctx)[0]
     # the chunk the memory plan stated (the numbers do not depend on it)
     batch = audit_batch(p.m)
     chunk = min(ctx.run.replicate_chunk or batch, batch)
@@ -350,7 +355,12 @@ COST = StepCost(rate=("records x replicates", 2.9e-6, 5.8e-6), sizes=README_SIZE
                 work=posterior_work, need=posterior_need, kept_per_record=1_200.0)
 
 
+#: what of the step runs on the audit's executor (``audit(executor=...)``)
+EXECUTOR = "the batches of posterior replicates, each drawn and matched in one task"
+
+
 MEASURE = Measure("posterior_identification", "Posterior Monte Carlo identification risk",
                   step=posterior_identification_step, function=identification_risk,
                   result=IdentificationResult, sections=(posterior_identification_section,),
-                  cost=COST)
+                  cost=COST, resolve=reads_likelihood, applies=posterior_applies,
+                  executor=EXECUTOR)

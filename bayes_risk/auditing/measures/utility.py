@@ -402,8 +402,20 @@ CAVEATS: dict[str, tuple[str, ...]] = {
 }
 
 
+def utility_resolve(plan: AuditPlan, original: pd.DataFrame, release: Any,
+                    schema: Any) -> None:
+    """Refuse, before any step runs, combining rules that cannot apply to the release
+    (``NOT_PARTIAL_SYNTHESIS``), unless the step is skipped."""
+    if MEASURE.name in plan.skip:
+        return
+    from bayes_risk.utility.compare import choose_rules
+
+    choose_rules(plan.given.combining_rules, release, original, list(release), plan.synthesized,
+                 list(schema.names))
+
+
 MEASURE = Measure("utility", "Utility", step=utility_step, function=utility_summary,
                   result=UtilitySummary, verdict=utility_lines,
                   sections=(utility_risk_section, utility_section, comparisons_section),
                   settings=utility_settings, cost=COST, caveats=CAVEATS,
-                  risk=False)
+                  risk=False, resolve=utility_resolve)
