@@ -95,7 +95,7 @@ class StepCost:
 @dataclass(frozen=True)
 class Contributions:
     """What each target contributes to a verdict line, which the explanation of a rise after a
-    remedy compares target by target (:attr:`Measure.contributions`).
+    remedy compares target by target (``Measure.contributions``).
 
     Parameters
     ----------

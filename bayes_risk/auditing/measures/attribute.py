@@ -23,7 +23,6 @@ from bayes_risk.auditing.context import (
     rebuilt_synthesizer,
     rows_aligned,
     shown_known_values,
-    skipped,
     step_folder,
     write_known_sweep,
     write_table,
@@ -88,20 +87,27 @@ def _candidates(ctx: StepContext, columns: list[str]) -> Any:
                               [c for c in columns if c in ctx.schema.numeric])
 
 
-def attribute_step(ctx: StepContext) -> StepOutcome:
-    """Attribute risk of every (or the chosen) record under the worst-case intruder."""
+def attribute_applies(ctx: StepContext) -> str | None:
+    """Why the step is left out: no source of the intruder's likelihood, neither a fitted
+    model nor a synthesizer rebuilt from the release's manifest (``None``: it runs)."""
     p = ctx.plan
-    if p.attribute_source is None:
-        from bayes_risk.privacy import beside_attribute, release_privacy
+    if p.attribute_source is not None:
+        return None
+    from bayes_risk.privacy import beside_attribute, release_privacy
 
-        dp = release_privacy(ctx.synthetic)
-        return skipped(
-            "attribute", f"no fitted model was given ({arg_name('model', '...', cli='DIR')}) "
-            "and the release was not made by a synthesizer with a plug-in likelihood that can "
-            f"be rebuilt from its manifest (CART, random forests; method: {p.method or 'unknown'}"
-            "), so the intruder's posterior over the synthesized values cannot be computed"
-            + ("" if dp is None else f"; {beside_attribute(dp)}, with no attribute risk "
-               "beside it (give the fitted model)") + ".")
+    dp = release_privacy(ctx.synthetic)
+    return (f"no fitted model was given ({arg_name('model', '...', cli='DIR')}) and the release "
+            "was not made by a synthesizer with a plug-in likelihood that can be rebuilt from "
+            f"its manifest (CART, random forests; method: {p.method or 'unknown'}), so the "
+            "intruder's posterior over the synthesized values cannot be computed"
+            + ("" if dp is None else f"; {beside_attribute(dp)}, with no attribute risk beside "
+               "it (give the fitted model)") + ".")
+
+
+def attribute_step(ctx: StepContext) -> StepOutcome:
+    """Attribute risk of every (or the chosen) record under the worst-case intruder (run with
+    a likelihood's source: :func:`attribute_applies`)."""
+    p = ctx.plan
     from bayes_risk.auditing.causes import attribute_drivers
 
     model = _attribute_model(ctx)
@@ -825,10 +831,7 @@ def attribute_resolve(plan: AuditPlan, original: pd.DataFrame, release: Any,
 
 def attribute_preflight(ctx: StepContext) -> None:
     """Load and check the likelihood's source before the first step: the fitted model given,
-    else the synthesizer rebuilt from the release's manifest (none: the step says why it
-    skips)."""
-    if ctx.plan.attribute_source is None:
-        return
+    else the synthesizer rebuilt from the release's manifest."""
     if ctx.model is not None:
         loaded_model(ctx)
     else:
@@ -844,4 +847,5 @@ MEASURE = Measure("attribute", "Attribute risk", step=attribute_step, function=a
                   result=AttributeRiskResult, verdict=attribute_lines,
                   sections=(attribute_section,),
                   settings=attribute_settings, cost=COST, caveats=CAVEATS,
-                  resolve=attribute_resolve, preflight=attribute_preflight, executor=EXECUTOR)
+                  resolve=attribute_resolve, applies=attribute_applies,
+                  preflight=attribute_preflight, executor=EXECUTOR)

@@ -40,11 +40,16 @@ from bayes_risk.results.membership import MembershipRiskResult
 
 
 def membership_applies(ctx: StepContext) -> str | None:
-    """Why the step is left out: no holdout, the non-members (``None``: it runs)."""
+    """Why the step is left out: no holdout, the non-members, or no fitted model, the
+    likelihood (``None``: it runs)."""
     if ctx.holdout is None:
         return (f"no holdout was given ({arg_name('holdout', '...', cli='FILE')}: records of "
                 "the population that were not in the original), so members cannot be compared "
                 "with non-members.")
+    if ctx.model is None:
+        return (f"no fitted model was given ({arg_name('model', '...', cli='DIR')}): "
+                "membership risk needs its likelihood (the posterior draws of a Bayesian model, "
+                "or a CART synthesizer's plug-in).")
     return None
 
 
@@ -54,8 +59,6 @@ def membership_preflight(ctx: StepContext) -> None:
     from bayes_risk.exceptions import NotSupportedError
     from bayes_risk.membership.api import check_inputs
 
-    if ctx.model is None:
-        return
     model = loaded_model(ctx)
     try:
         check_inputs(model, ctx.original, ctx.synthetic, ctx.holdout,
@@ -65,17 +68,12 @@ def membership_preflight(ctx: StepContext) -> None:
 
 
 def membership_step(ctx: StepContext) -> StepOutcome:
-    """Membership risk against the holdout (:func:`bayes_risk.membership_risk`; run with one:
-    :func:`membership_applies`)."""
+    """Membership risk against the holdout (:func:`bayes_risk.membership_risk`; run with one
+    and a fitted model: :func:`membership_applies`)."""
     from bayes_risk.exceptions import NotSupportedError
     from bayes_risk.membership.api import check_model
     from bayes_risk.membership.specs import AttackSpec, RatioSpec
 
-    if ctx.model is None:
-        return skipped(
-            "membership", f"no fitted model was given ({arg_name('model', '...', cli='DIR')}): "
-            "membership risk needs its likelihood (the posterior draws of a Bayesian model, or "
-            "a CART synthesizer's plug-in).")
     model = loaded_model(ctx)
     try:
         check_model(model, selection=ctx.plan.membership_selection)
