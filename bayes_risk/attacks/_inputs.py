@@ -29,7 +29,7 @@ from bayes_risk.data.validate import (
 from bayes_risk.exceptions import CALLER, DataWarning, ValidationError, arg_name
 from bayes_risk.utility._inputs import base_schema
 
-__all__ = ["AttackInputs", "attack_inputs", "code_table", "raise_warnings"]
+__all__ = ["AttackInputs", "attack_inputs", "code_table", "raise_warnings", "screen_control"]
 
 
 @dataclass
@@ -106,7 +106,7 @@ def attack_inputs(
     hold = tables.get("holdout")
     dropped = 0
     if hold is not None:
-        hold, dropped = _screen_holdout(orig, hold)
+        hold, dropped = screen_control(orig, hold)
     return AttackInputs(orig, [tables[n] for n, _ in named[1:1 + len(datasets)]], hold, sub,
                         dropped)
 
@@ -179,7 +179,7 @@ def _check_holdout_coding(orig: pd.DataFrame, hold: pd.DataFrame, schema: Schema
             remedy="Code the holdout as the original, or drop such rows.")
 
 
-def _screen_holdout(orig: pd.DataFrame, hold: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+def screen_control(orig: pd.DataFrame, hold: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     """The holdout without the rows that copy a record of the original beyond chance (they
     would understate the risk)."""
     from bayes_risk.membership.holdout import holdout_overlap

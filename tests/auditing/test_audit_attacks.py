@@ -4,6 +4,7 @@ skipped with the reason otherwise; its verdict lines, thresholds, causes and rep
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import warnings
 
@@ -117,3 +118,24 @@ def test_linkability_columns_are_checked_before_any_step(release):
     assert a.result["linkability"] is None and "every column is known" in \
         a.extra["linkability_not_run"]
     assert len([v for v in res.verdicts if v.step == "attacks"]) == 3  # and inference
+
+
+def test_a_holdout_that_is_the_original_is_refused_before_any_step(release, tmp_path,
+                                                                     monkeypatch):
+    """The attacks' control checked first (the measure's preflight), not after the steps
+    before it ran: every other step would have run for nothing."""
+    from bayes_risk.auditing.measures import utility
+
+    train, _, syn = release
+    ran = []
+    monkeypatch.setattr(utility, "MEASURE", dataclasses.replace(
+        utility.MEASURE, step=lambda ctx: ran.append("utility")))
+    with pytest.raises(ValidationError, match="needed by the attacks step") as err:
+        br.audit(train, syn, known=KNOWN, holdout=train.copy(), random_seed=1,
+                 progressbar=False, out=tmp_path / "out",
+                 settings=br.AuditSettings(skip=OTHERS[1:]))
+    assert err.value.code == "HOLDOUT_OVERLAPS_ORIGINAL"
+    assert ran == [] and not (tmp_path / "out").exists()
+    # a holdout that shares a few records with the original is screened by the step itself
+    res = _audit(release, holdout=release[1])
+    assert res.step("attacks").status == "ran"

@@ -35,6 +35,16 @@ def attacks_applies(ctx: StepContext) -> str | None:
     return None
 
 
+def attacks_preflight(ctx: StepContext) -> None:
+    """Refuse, before the first step, a holdout whose every row is a record of the original
+    (``HOLDOUT_OVERLAPS_ORIGINAL``: the attacks' control would succeed as the main attack and
+    understate the risk), on the columns the two share; the step checks its own columns again."""
+    from bayes_risk.attacks._inputs import screen_control
+
+    cols = [c for c in ctx.schema.names if c in ctx.holdout.columns]
+    screen_control(ctx.original[cols], ctx.holdout[cols])
+
+
 def attacks_step(ctx: StepContext) -> StepOutcome:
     """Singling-out, linkability and inference risk against the holdout (run with one:
     :func:`attacks_applies`); inference of each synthesized column from every other column."""
@@ -311,4 +321,5 @@ CAVEATS: dict[str, tuple[str, ...]] = {
 MEASURE = Measure("attacks", "Singling out, linkability and inference (anonymeter)",
                   step=attacks_step, function=singling_out_risk, result=SinglingOutResult,
                   verdict=attacks_lines, sections=(attacks_section,),
-                  settings=attacks_settings, cost=COST, caveats=CAVEATS, applies=attacks_applies)
+                  settings=attacks_settings, cost=COST, caveats=CAVEATS, applies=attacks_applies,
+                  preflight=attacks_preflight)
