@@ -125,11 +125,13 @@ def test_a_holdout_that_is_the_original_is_refused_before_any_step(release, tmp_
     """The attacks' control checked first (the measure's preflight), not after the steps
     before it ran: every other step would have run for nothing."""
     from bayes_risk.auditing.measures import utility
+    from bayes_risk.auditing.outcome import StepOutcome
 
     train, _, syn = release
     ran = []
     monkeypatch.setattr(utility, "MEASURE", dataclasses.replace(
-        utility.MEASURE, step=lambda ctx: ran.append("utility")))
+        utility.MEASURE, step=lambda ctx: ran.append("utility") or StepOutcome(
+            name="utility", status="skipped", reason="stands in for the utility step")))
     with pytest.raises(ValidationError, match="needed by the attacks step") as err:
         br.audit(train, syn, known=KNOWN, holdout=train.copy(), random_seed=1,
                  progressbar=False, out=tmp_path / "out",
