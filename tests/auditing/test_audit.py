@@ -647,6 +647,32 @@ def test_utility_risk_figure_at_the_verdict_radius(audited_hh, report_hh):
     assert "seed 002" not in html
 
 
+def test_utility_risk_figure_names_the_radius_of_the_verdict_among_ties(audited_hh):
+    """Where several grid points give the largest figure (1 % of an integer age matches as
+    exactly as 0 %), the figure labels the radii the verdict line names, the smallest among the
+    ties, whatever order the search lists its maximisers in (it took the first listed: "Age =
+    0.01" beside a verdict note "Age exact")."""
+    import dataclasses
+
+    from bayes_risk.auditing.measures.identification import worst_case_point
+    from bayes_risk.auditing.measures.utility import utility_risk_points
+    from bayes_risk.auditing.plan import radius_text
+
+    res, _ = audited_hh
+    ident = res.step("identification")
+    sw = ident.extra["sweep"]
+    j0 = worst_case_point(sw, sw.argmax)
+    # a tie at the point of the largest radii, listed first
+    last = max(range(len(sw.radii)), key=lambda j: tuple(np.atleast_1d(sw.radii[j])))
+    assert tuple(np.atleast_1d(sw.radii[last])) > tuple(np.atleast_1d(sw.radii[j0]))
+    risk = np.array(sw.risk, dtype=float)
+    risk[last] = risk[j0]
+    tied = dataclasses.replace(sw, risk=risk, argmax=(last, *sw.argmax))
+    r2 = _with_step(res, "identification", extra={**ident.extra, "sweep": tied})
+    cols = [c for c in utility_risk_points(r2).columns if c.startswith("expected match rate")]
+    assert cols == [f"expected match rate (% of targets), {radius_text(sw.radii_at(j0))}"]
+
+
 def test_html_escapes_the_data(audited):
     """Levels, names and messages from the user's data are text: ACS's "Never married or
     age<15", a level "<NA>" (pandas' spelling of a missing value) or "<b>" must not become

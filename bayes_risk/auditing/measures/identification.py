@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -371,6 +372,12 @@ def _given_selection_line(plan: AuditPlan, i: StepOutcome, src: str | None,
         "(the synthesized records of the manifest)"), *cause)]
 
 
+def worst_case_point(sweep: Any, arg: Sequence[int]) -> int:
+    """The grid point of the search's maximisers ``arg`` whose radii the lines and figures
+    report: the smallest radii among ties (the grid is ordered lexicographically)."""
+    return sorted(arg, key=lambda j: tuple(np.atleast_1d(sweep.radii[j])))[0]
+
+
 def identification_figures(sweep: Any, res: Any, n: float, *, per_dataset: bool) -> list[tuple]:
     """``(value, radii, per-dataset values, columns at the search's edge)`` of the expected
     match rate and of the true match rate: the largest over the search, else at the radius
@@ -390,8 +397,7 @@ def identification_figures(sweep: Any, res: Any, n: float, *, per_dataset: bool)
         if not arg:
             out.append((float("nan"), {}, np.zeros(0), []))
             continue
-        # the smallest radii among ties (the grid is ordered lexicographically)
-        best = sorted(arg, key=lambda j: tuple(np.atleast_1d(sweep.radii[j])))[0]
+        best = worst_case_point(sweep, arg)
         out.append((float(value), sweep.radii_at(best), np.asarray(table[best], dtype=float)
                     if per_dataset else np.zeros(0), sweep.at_edge(fig)))
     return out

@@ -18,6 +18,7 @@ from bayes_risk.auditing.context import (
     step_folder,
     write_table,
 )
+from bayes_risk.auditing.measures.identification import worst_case_point
 from bayes_risk.auditing.outcome import (
     README_SIZES,
     Measure,
@@ -172,12 +173,12 @@ def utility_risk_points(result: Any) -> pd.DataFrame | None:
         cols = {"expected_match_rate": (np.asarray(per["expected_match_risk"], float) / n,
                                         plan.radius),
                 "true_match_rate": (np.asarray(per["true_match_risk"], float) / n, plan.radius)}
-        if sw is not None and sw.argmax:
-            cols["expected_match_rate"] = (np.asarray(sw.risk[sw.argmax[0]], float) / n,
-                                           sw.radii_at(sw.argmax[0]))
+        if sw is not None and sw.argmax:  # the point whose radii the verdict line names
+            j = worst_case_point(sw, sw.argmax)
+            cols["expected_match_rate"] = (np.asarray(sw.risk[j], float) / n, sw.radii_at(j))
         if sw is not None and sw.tmr_argmax and sw.true_match_rate is not None:
-            cols["true_match_rate"] = (np.asarray(sw.true_match_rate[sw.tmr_argmax[0]], float),
-                                       sw.radii_at(sw.tmr_argmax[0]))
+            j = worst_case_point(sw, sw.tmr_argmax)
+            cols["true_match_rate"] = (np.asarray(sw.true_match_rate[j], float), sw.radii_at(j))
         for name, (share, rad) in cols.items():
             line = lines.get(name)
             if line is None:
