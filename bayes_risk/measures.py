@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import functools
 
+from bayes_risk._thresholds import Threshold
 from bayes_risk.auditing.outcome import Contributions, Measure, Need, StepCost, Work
 from bayes_risk.exceptions import ValidationError
 
-__all__ = ["GROUP", "Contributions", "Measure", "Need", "StepCost", "Work", "get_measure",
-           "measures", "register", "unregister"]
+__all__ = ["GROUP", "Contributions", "Measure", "Need", "StepCost", "Threshold", "Work",
+           "get_measure", "measures", "register", "unregister"]
 
 #: the entry-point group third-party measures are registered in
 GROUP = "bayes_risk.measures"
@@ -81,13 +82,14 @@ def measures() -> tuple[Measure, ...]:
 
 
 def _check_unique(found: list[Measure]) -> None:
-    """Refuse two measures of one name."""
-    names = [m.name for m in found]
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise ValidationError(f"measure name {twice} registered more than once (built in, "
-                              f"entry-point group {GROUP!r} or register()); give each measure "
-                              "its own.", code="MEASURE_CLASH")
+    """Refuse two measures of one name, and one threshold name declared twice."""
+    for what, names in (("measure name", [m.name for m in found]),
+                        ("threshold name", [t.name for m in found for t in m.thresholds])):
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValidationError(f"{what} {twice} registered more than once (built in, "
+                                  f"entry-point group {GROUP!r} or register()); give each "
+                                  "its own.", code="MEASURE_CLASH")
 
 
 def get_measure(name: str) -> Measure:

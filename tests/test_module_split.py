@@ -50,8 +50,6 @@ def test_the_sweeps_are_within_120_lines(path, name):
     ("bayes_risk.data.statfiles", "write_stat_file", "bayes_risk.data.statfiles_write"),
     ("bayes_risk.data.statfiles", "sas_format_program", "bayes_risk.data.statfiles_write"),
     ("bayes_risk.data.statfiles", "FileLabels", "bayes_risk.data.statfiles_labels"),
-    ("bayes_risk.auditing.plan", "Thresholds", "bayes_risk.auditing.thresholds"),
-    ("bayes_risk.auditing.plan", "THRESHOLD_SOURCES", "bayes_risk.auditing.thresholds"),
     *[("bayes_risk.identification.pooled", name, "bayes_risk.identification.fallback")
       for name in ("FallbackSets", "GroupedFallbackSets", "fallback_sets", "merge_target_major")],
     *[("bayes_risk.identification.pooled", name,

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from bayes_risk._constraints import Flag, check_value
+from bayes_risk._thresholds import Threshold
 from bayes_risk.exceptions import ValidationError
 
 if TYPE_CHECKING:  # the plan's module imports pandas; bayes_risk.measures stays light
@@ -149,6 +150,12 @@ class Measure:
         The builder of the step's verdict lines (``None``: no verdict line).
     sections : tuple of callables
         The builders of the step's report sections, in order.
+    thresholds : tuple of Threshold
+        The thresholds of the step's verdict lines (``bayes_risk.measures.Threshold``): each
+        one's default, side, range and unit, and where its default comes from. The audit's
+        ``thresholds=`` and ``--threshold NAME=VALUE`` set them by name; the verdict builder
+        reads their values as ``plan.thresholds.<name>`` and names one on a line
+        (``Verdict(threshold_name=...)``).
     settings : callable, optional
         ``settings(plan: AuditPlan) -> None``: adds the measure's rows to the settings table
         (``plan.add(name, ...)``), called once the plan is resolved (``None``: no row).
@@ -201,7 +208,8 @@ class Measure:
     ValidationError
         ``MEASURE_BROKEN`` when a field naming code holds something other than a callable (an
         import path ``"module:attribute"`` included: import the object and name it), or
-        ``cost`` something other than a :class:`StepCost`, ``caveats`` something other than
+        ``thresholds`` something other than a tuple of thresholds, ``cost`` something other
+        than a :class:`StepCost`, ``caveats`` something other than
         a mapping of names to tuples of codes, ``risk`` or ``intruders_by_line`` something
         other than a bool, or ``executor`` other than a string.
     """
@@ -213,6 +221,7 @@ class Measure:
     result: type | None = None
     verdict: Callable[..., Any] | None = None
     sections: tuple[Callable[..., Any], ...] = ()
+    thresholds: tuple[Threshold, ...] = ()
     settings: Callable[[AuditPlan], None] | None = None
     cost: StepCost | None = None
     # a mapping is not hashable: the record hashes as before, by its other fields
@@ -231,6 +240,12 @@ class Measure:
         if not isinstance(self.sections, tuple):
             raise ValidationError(f"Measure {self.name!r}: sections must be a tuple of "
                                   f"functions; got {self.sections!r}.", code="MEASURE_BROKEN")
+        if not (isinstance(self.thresholds, tuple)
+                and all(isinstance(t, Threshold) and t.measure in ("", self.name)
+                        for t in self.thresholds)):
+            raise ValidationError(f"Measure {self.name!r}: thresholds must be a tuple of "
+                                  "bayes_risk.measures.Threshold (of this measure); got "
+                                  f"{self.thresholds!r}.", code="MEASURE_BROKEN")
         if self.cost is not None and not isinstance(self.cost, StepCost):
             raise ValidationError(f"Measure {self.name!r}: cost must be a "
                                   f"bayes_risk.measures.StepCost; got {self.cost!r}.",

@@ -1,22 +1,21 @@
 """What an audit runs and with which settings: :class:`AuditPlan`, what the audit resolved
 from its :class:`~bayes_risk.AuditSettings`, the data and the release, with its settings table
 (:doc:`/user_guide/audit`). The settings and the table's rows are resolved in
-``bayes_risk.auditing.resolve``, the thresholds declared in ``bayes_risk.auditing.thresholds``."""
+``bayes_risk.auditing.resolve``, the thresholds declared by the measures' records."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
 from bayes_risk.auditing.settings import AuditSettings
-from bayes_risk.auditing.thresholds import THRESHOLD_SOURCES, Thresholds
 
-# Thresholds and THRESHOLD_SOURCES are defined in auditing/thresholds.py, imported from here too
-__all__ = ["AuditPlan", "Setting", "Thresholds", "ATTACK_OPTIONS", "THRESHOLD_SOURCES",
-           "CONVENTION_RADIUS", "cli_step_name", "post_processed", "post_processing",
-           "post_processing_text", "radius_text", "reads_likelihood", "skip_arg"]
+__all__ = ["AuditPlan", "Setting", "ATTACK_OPTIONS", "CONVENTION_RADIUS",
+           "cli_step_name", "post_processed", "post_processing", "post_processing_text",
+           "radius_text", "reads_likelihood", "skip_arg"]
 
 
 #: the attacks' options in an audit: anonymeter's defaults
@@ -78,7 +77,9 @@ class AuditPlan:
     ngroups_target: dict[str, int | None]
     attribute_source: str | None  # "model", "cart plug-in", "rf plug-in" or None
     attribute_records: list[int] | None
-    thresholds: Thresholds
+    #: the verdict lines' thresholds (``Thresholds``, which reads the registered measures: not
+    #: imported here, below them)
+    thresholds: Mapping[str, float]
     random_seed: int
     #: steps the caller asked to skip
     skip: tuple[str, ...] = ()

@@ -36,22 +36,22 @@ RELEASE_SIGN = {"do_not_release": "✖", "incomplete": "⚠", "review": "⚠",
 
 def _threshold_sources(result: Any) -> tuple[list[str], dict[str, int]]:
     """The distinct sources of the verdict lines' thresholds, and each threshold's number."""
-    from bayes_risk.auditing.thresholds import THRESHOLD_SOURCES, Thresholds
+    from bayes_risk.auditing.thresholds import threshold_records
     from bayes_risk.exceptions import on_command_line
 
     notes: list[str] = []
     number: dict[str, int] = {}
-    default = Thresholds()
+    records = threshold_records()
     for v in result.verdicts:
         name = v.threshold_name
         if not name or name in number:
             continue
-        value = getattr(result.plan.thresholds, name)
+        value, record = result.plan.thresholds[name], records[name]
         # as the caller gave it: --threshold repU=50, or thresholds={'repU': 50} in Python
         given = (f"--threshold {name}={value:g}" if on_command_line()
                  else f"thresholds={{{name!r}: {value:g}}}")
-        text = (THRESHOLD_SOURCES[name] if value == getattr(default, name) else
-                f"given for this audit ({given}; the default is {getattr(default, name):g})")
+        text = (record.source if value == record.default else
+                f"given for this audit ({given}; the default is {record.default:g})")
         if text not in notes:
             notes.append(text)
         number[name] = notes.index(text) + 1

@@ -24,7 +24,7 @@ from bayes_risk.auditing.plan import (
     post_processing,
     post_processing_text,
 )
-from bayes_risk.auditing.thresholds import Thresholds
+from bayes_risk.auditing.thresholds import Thresholds, threshold_records
 from bayes_risk.data.validate import require_distinct
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name, on_command_line
 from bayes_risk.measures import measures
@@ -534,5 +534,6 @@ def record_settings(plan: AuditPlan, syn_src: str, seed_src: str = "given", *,
             except ValueError:  # an array compares element by element: not the default
                 same = False
             a(row_step, name, value, "default" if same else "given", note)
-    for k, v in plan.thresholds.to_dict().items():
-        a("thresholds", k, v, "default" if v == getattr(Thresholds(), k) else "given")
+    records = threshold_records()
+    for k, v in plan.thresholds.items():
+        a("thresholds", k, v, "default" if v == records[k].default else "given")

@@ -626,12 +626,9 @@ def _known_methods() -> list[str]:
 
 
 def _sides() -> dict[str, str]:
-    from dataclasses import fields
+    from bayes_risk.auditing.thresholds import threshold_records
 
-    from bayes_risk.auditing.thresholds import Thresholds
-
-    return {f.name: f.metadata["side"] for f in fields(Thresholds)
-            if f.metadata["side"] != "cut"}
+    return {k: t.side for k, t in threshold_records().items() if t.side != "cut"}
 
 
 def _params(cand: Mapping[str, Any]) -> dict[str, str]:

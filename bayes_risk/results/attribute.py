@@ -12,6 +12,7 @@ import pandas as pd
 
 from bayes_risk._io import to_jsonable
 from bayes_risk._numeric import normalise_log
+from bayes_risk._thresholds import EVIDENCE_FACTOR
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import decode_values
 from bayes_risk.exceptions import ValidationError
@@ -25,11 +26,6 @@ __all__ = ["AttributeRiskResult", "CandidateSet", "bayes_factor", "file_null", "
 
 #: quantiles of ``p_true`` and of the truth's rank in the Hu–Reiter–Wang summary
 QUANTILES = (0.0, 0.05, 0.25, 0.5, 0.75, 0.95, 1.0)
-
-#: the Bayes factor of the true values from which a record counts as one the release tells the
-#: intruder about (``prop_evidence``): 3, where Jeffreys' and Kass & Raftery's scales of evidence
-#: start counting a factor as more than a bare mention (:doc:`/methods/attribute`)
-EVIDENCE_FACTOR = 3.0
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """A measure of one's own, added to bayes-risk by this one module and its registry entry
 (:data:`MEASURE`): the share of the original's records that a synthetic dataset holds unchanged.
 
-It joins the audit (a step, a settings row, a verdict line, a report section, the summary) when
+It joins the audit (a step, a settings row, a threshold, a verdict line, a report section, the
+summary) when
 :data:`MEASURE` is registered, by the entry point in ``pyproject.toml`` or by
 ``bayes_risk.measures.register``; :func:`main` is the distribution's own command,
 ``exact-copies``. The docs page "Adding a measure" shows this module;
@@ -23,11 +24,14 @@ from bayes_risk.auditing.outcome import StepOutcome
 from bayes_risk.auditing.plan import AuditPlan
 from bayes_risk.auditing.render import Section, step_section
 from bayes_risk.auditing.verdicts import Verdict
-from bayes_risk.measures import Measure
+from bayes_risk.measures import Measure, Threshold
 
-#: the largest share of copied records (per cent) the verdict line accepts: a convention of
-#: this example, not a finding
-THRESHOLD = 5.0
+#: the largest share of copied records (per cent) the verdict line accepts, set by
+#: ``thresholds={"copied_share": ...}`` or ``--threshold copied_share=...``
+COPIED_SHARE = Threshold(
+    "copied_share", 5.0, "max", 0.0, 100.0, "in per cent of the records, from 0 to 100",
+    "a convention of this example, not a finding: a board sets its own",
+    "Largest acceptable share of the original's records copied exactly, in per cent.")
 
 
 # ---- the measure: a function and its result -------------------------------------------------
@@ -59,7 +63,7 @@ def exact_copies(original: pd.DataFrame, synthetic: list[pd.DataFrame]) -> Exact
     return ExactCopies(tuple(shares))
 
 
-# ---- what the audit reads: a step, a settings row, a verdict line, a report section ----------
+# ---- what the audit reads: a step, a settings row, a verdict line, a report section ---------
 def exact_copies_step(ctx: StepContext) -> StepOutcome:
     """The audit step: the measure on the release, written to ``exact_copies/summary.json``."""
     res = exact_copies(ctx.original, list(ctx.synthetic))
@@ -74,16 +78,18 @@ def exact_copies_step(ctx: StepContext) -> StepOutcome:
 
 def exact_copies_settings(plan: AuditPlan) -> None:
     """The measure's row of the audit's settings table (the report's, ``summary.json``'s):
-    the verdict line's threshold, with where it came from."""
-    plan.add(MEASURE.name, "largest share copied", f"{THRESHOLD:g} %", "default",
-             "the verdict line's threshold, a convention of this example")
+    what counts as a copy (its threshold is listed with the others, from its record)."""
+    plan.add(MEASURE.name, "a copy", "every column equal", "default",
+             "values compared as text, so 1 and 1.0 differ")
 
 
 def exact_copies_lines(plan: AuditPlan, outcome: StepOutcome) -> list[Verdict]:
-    """The verdict line: the mean share against :data:`THRESHOLD` (called when the step ran)."""
+    """The verdict line: the mean share against the audit's ``copied_share`` (called when the
+    step ran)."""
     src = f"{outcome.folder}/summary.json" if outcome.folder else None
     return [Verdict("exact_copies", "records copied exactly", 100 * outcome.result.share,
-                    THRESHOLD, "max", src, unit="%")]
+                    plan.thresholds.copied_share, COPIED_SHARE.side, src, unit="%",
+                    threshold_name=COPIED_SHARE.name)]
 
 
 @step_section("exact_copies", "exact-copies", "Exact copies of original records")
@@ -118,6 +124,7 @@ MEASURE = Measure(
     result=ExactCopies,
     verdict=exact_copies_lines,
     sections=(exact_copies_section,),
+    thresholds=(COPIED_SHARE,),
     settings=exact_copies_settings,
 )
 

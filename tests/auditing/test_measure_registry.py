@@ -104,9 +104,8 @@ def test_a_registered_measure_runs_in_the_audit_report_and_summary(toy, data, tm
     assert "exact_copies" in [s["name"] for s in top["steps"]]
     # the measure's settings row, added by its record's hook alone, after the package's
     # measures' rows (registry order) and before the thresholds
-    row = {"step": "exact_copies", "setting": "largest share copied", "value": "5 %",
-           "source": "default", "note": "the verdict line's threshold, a convention of this "
-           "example"}
+    row = {"step": "exact_copies", "setting": "a copy", "value": "every column equal",
+           "source": "default", "note": "values compared as text, so 1 and 1.0 differ"}
     steps = [r["step"] for r in top["settings"]]
     assert [r for r in top["settings"] if r["step"] == "exact_copies"] == [row]
     assert steps.index("disclosure") < steps.index("exact_copies") < steps.index("thresholds")
@@ -115,7 +114,7 @@ def test_a_registered_measure_runs_in_the_audit_report_and_summary(toy, data, tm
     assert "exact_copies" in res.summary().tables["Steps"]["step"].tolist()
     html = res.to_html(tmp_path / "report.html").read_text(encoding="utf-8")
     assert 'id="exact-copies"' in html and "Exact copies of original records" in html
-    assert "records copied exactly" in html and "largest share copied" in html
+    assert "records copied exactly" in html and "every column equal" in html
     # the step is skipped by its name like any other
     skipped = br.audit(orig, syn, known=KNOWN, random_seed=1, progressbar=False,
                        settings=br.AuditSettings(skip=[*BUT_DISCLOSURE, "exact_copies"]))
@@ -131,6 +130,59 @@ def test_a_registered_measure_runs_in_the_audit_report_and_summary(toy, data, tm
     with pytest.raises(ValidationError, match="unknown step 'exact_copies'"):
         br.audit(orig, syn, known=KNOWN, progressbar=False,
                  settings=br.AuditSettings(skip=["exact_copies"]))
+
+
+def test_a_measure_declares_its_thresholds_in_its_own_file(toy, data, tmp_path):
+    """The record's ``thresholds``: the board sets them by name as it sets the package's (the
+    line moves across them), each checked against its range, listed in the settings table and
+    under the verdict table with its source; unknown before the measure is registered."""
+    orig, syn = data
+    with pytest.raises(ValidationError, match="unknown name 'copied_share'"):
+        br.Thresholds(copied_share=60)
+    register(toy.MEASURE)
+    run = dict(known=KNOWN, random_seed=1, progressbar=False,
+               settings=br.AuditSettings(skip=BUILTIN))
+    assert br.Thresholds().copied_share == 5.0  # its default, beside the package's
+    res = br.audit(orig, syn, **run)
+    line = next(v for v in res.verdicts if v.step == "exact_copies")
+    # hand value: datasets copying all and none of the 120 records -> 50 % > 5 %
+    assert (line.value, line.threshold, line.exceeds) == (pytest.approx(50.0), 5.0, True)
+    html = res.to_html(tmp_path / "default.html").read_text(encoding="utf-8")
+    assert "a convention of this example, not a finding" in html  # the default's source
+    loose = br.audit(orig, syn, **run, thresholds={"copied_share": 60}, out=tmp_path / "b")
+    line = next(v for v in loose.verdicts if v.step == "exact_copies")
+    assert (line.threshold, line.exceeds, loose.status) == (60.0, False, "within_thresholds")
+    top = json.loads((tmp_path / "b" / "summary.json").read_text())
+    rows = {r["setting"]: r for r in top["settings"] if r["step"] == "thresholds"}
+    assert (rows["copied_share"]["value"], rows["copied_share"]["source"]) == ("60.0", "given")
+    assert rows["repU"]["source"] == "default"
+    html = loose.to_html(tmp_path / "given.html").read_text(encoding="utf-8")
+    assert ("given for this audit (thresholds={&#39;copied_share&#39;: 60}; the default is 5)"
+            in html)
+    with pytest.raises(ValidationError, match="copied_share=150 is outside its range: "
+                       "copied_share is in per cent of the records"):
+        br.audit(orig, syn, **run, thresholds={"copied_share": 150})
+
+
+def test_a_bad_threshold_declaration_is_refused(toy):
+    from bayes_risk.measures import Threshold
+
+    with pytest.raises(ValidationError, match="its default is not a value it accepts") as info:
+        Threshold("share", 150.0, "max", 0.0, 100.0, "per cent")
+    assert info.value.code == "MEASURE_BROKEN"
+    with pytest.raises(ValidationError, match="side must be one of"):
+        Threshold("share", 5.0, "above", 0.0, 100.0, "per cent")
+    with pytest.raises(ValidationError, match="thresholds must be a tuple of") as info:
+        Measure("m", "M", step=lambda ctx: None, thresholds=[toy.COPIED_SHARE])
+    assert info.value.code == "MEASURE_BROKEN"
+    # a second measure's threshold of a name taken (the package's DiSCO) is a clash
+    clash = Measure("mine", "Mine", step=lambda ctx: None, thresholds=(
+        Threshold("DiSCO", 5.0, "max", 0.0, 100.0, "per cent"),))
+    with pytest.raises(ValidationError, match=r"threshold name \['DiSCO'\] registered more "
+                       "than once") as info:
+        register(clash)
+    assert info.value.code == "MEASURE_CLASH"
+    assert "mine" not in [m.name for m in measures()]
 
 
 def test_the_example_command_prints_the_measure(toy, data, tmp_path, capsys):

@@ -3,12 +3,11 @@ so that no verdict line can be switched off by a threshold it could never cross.
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 
 from bayes_risk.auditing import Thresholds
+from bayes_risk.auditing.thresholds import threshold_records
 from bayes_risk.exceptions import ValidationError
 
 #: (threshold, value the range refuses, words the error must hold: the unit)
@@ -42,7 +41,7 @@ def test_a_threshold_outside_its_range_is_refused_naming_its_unit(name, value, u
     with pytest.raises(ValidationError, match="outside its range"):
         Thresholds(**{name: float(value)})
     with pytest.raises(ValidationError, match="outside its range"):
-        dataclasses.replace(Thresholds(), **{name: float(value)})
+        Thresholds().replace(**{name: float(value)})
 
 
 def test_the_ends_a_line_can_cross_are_accepted():
@@ -59,10 +58,11 @@ def test_the_ends_a_line_can_cross_are_accepted():
 
 
 def test_every_threshold_states_its_unit_and_range():
-    for f in dataclasses.fields(Thresholds):
-        low, high = f.metadata["range"]
-        assert f.metadata["unit"] and f.metadata["side"] in ("max", "min", "cut")
-        assert low <= getattr(Thresholds(), f.name) <= high  # the defaults lie inside
+    records = threshold_records()
+    assert list(records) == list(Thresholds())  # one value for each registered threshold
+    for name, t in records.items():
+        assert t.unit and t.side in ("max", "min", "cut") and t.source
+        assert t.low <= getattr(Thresholds(), name) <= t.high  # the defaults lie inside
 
 
 def test_cli_refuses_an_out_of_range_threshold_before_reading(cli, tmp_path):

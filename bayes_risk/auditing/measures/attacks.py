@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from bayes_risk._io import write_json
+from bayes_risk._thresholds import builtin_thresholds
 from bayes_risk.attacks.singling_out import singling_out_risk
 from bayes_risk.auditing import remedies
 from bayes_risk.auditing.context import StepContext, ran, step_folder, write_table
@@ -319,6 +320,7 @@ CAVEATS: dict[str, tuple[str, ...]] = {
 
 
 MEASURE = Measure("attacks", "Singling out, linkability and inference (anonymeter)",
+                  thresholds=builtin_thresholds("attacks"),
                   step=attacks_step, function=singling_out_risk, result=SinglingOutResult,
                   verdict=attacks_lines, sections=(attacks_section,),
                   settings=attacks_settings, cost=COST, caveats=CAVEATS, applies=attacks_applies,

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._io import write_json
+from bayes_risk._thresholds import builtin_thresholds
 from bayes_risk.attribute.api import attribute_risk
 from bayes_risk.auditing import remedies
 from bayes_risk.auditing.context import (
@@ -843,7 +844,9 @@ EXECUTOR = ("the records' posteriors, also of the knowledge sweep; refits of a f
             "the known-records curve in process")
 
 
-MEASURE = Measure("attribute", "Attribute risk", step=attribute_step, function=attribute_risk,
+MEASURE = Measure("attribute", "Attribute risk",
+                  thresholds=builtin_thresholds("attribute"), step=attribute_step,
+                  function=attribute_risk,
                   result=AttributeRiskResult, verdict=attribute_lines,
                   sections=(attribute_section,),
                   settings=attribute_settings, cost=COST, caveats=CAVEATS,

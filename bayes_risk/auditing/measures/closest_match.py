@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from bayes_risk._io import write_json
+from bayes_risk._thresholds import builtin_thresholds
 from bayes_risk.attribute.business import closest_match
 from bayes_risk.auditing import remedies
 from bayes_risk.auditing.context import (
@@ -144,6 +145,7 @@ COST = StepCost(rate=("records² x datasets x keys", 1.4e-8, 2.0e-8), sizes=READ
                 work=closest_match_work, need=closest_match_need)
 
 
-MEASURE = Measure("closest_match", "Closest match", step=closest_match_step,
+MEASURE = Measure("closest_match", "Closest match",
+                  thresholds=builtin_thresholds("closest_match"), step=closest_match_step,
                   function=closest_match, result=ClosestMatchResult,
                   verdict=closest_match_lines, sections=(closest_match_section,), cost=COST)

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from bayes_risk._io import file_slug, write_json
+from bayes_risk._thresholds import builtin_thresholds
 from bayes_risk.auditing import remedies
 from bayes_risk.auditing.context import (
     StepContext,
@@ -467,6 +468,7 @@ CAVEATS: dict[str, tuple[str, ...]] = {
 
 
 MEASURE = Measure("disclosure", "Empirical disclosure measures (synthpop)",
+                  thresholds=builtin_thresholds("disclosure"),
                   step=disclosure_step, function=disclosure_measures,
                   result=DisclosureByTarget, verdict=disclosure_lines,
                   sections=(disclosure_section,),

@@ -17,6 +17,7 @@ import numpy as np
 
 from bayes_risk._io import write_json
 from bayes_risk._memory import MIN_WORKING_BYTES, format_bytes
+from bayes_risk._thresholds import builtin_thresholds
 from bayes_risk.auditing import remedies
 from bayes_risk.auditing.context import (
     StepContext,
@@ -899,7 +900,8 @@ EXECUTOR = ("the matching of every run (one dataset at a time, pooled, the radiu
             "knowledge sweep); the drivers of the risk in process")
 
 
-MEASURE = Measure("identification", "Identification risk", step=identification_step,
+MEASURE = Measure("identification", "Identification risk",
+                  thresholds=builtin_thresholds("identification"), step=identification_step,
                   function=identification_risk, result=IdentificationResult,
                   verdict=identification_lines, sections=(identification_section,),
                   settings=identification_settings, cost=COST, caveats=CAVEATS,

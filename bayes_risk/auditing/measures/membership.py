@@ -9,6 +9,7 @@ import numpy as np
 
 from bayes_risk._io import write_json
 from bayes_risk._memory import MIN_WORKING_BYTES
+from bayes_risk._thresholds import builtin_thresholds
 from bayes_risk.auditing import remedies
 from bayes_risk.auditing.context import (
     StepContext,
@@ -218,7 +219,8 @@ CAVEATS: dict[str, tuple[str, ...]] = {
 }
 
 
-MEASURE = Measure("membership", "Membership risk", step=membership_step,
+MEASURE = Measure("membership", "Membership risk",
+                  thresholds=builtin_thresholds("membership"), step=membership_step,
                   function=membership_risk, result=MembershipRiskResult,
                   verdict=membership_lines, sections=(membership_section,),
                   settings=membership_settings, cost=COST, caveats=CAVEATS,

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from bayes_risk._io import write_json
+from bayes_risk._thresholds import builtin_thresholds
 from bayes_risk.attribute.business import relative_difference
 from bayes_risk.auditing import remedies
 from bayes_risk.auditing.context import StepContext, ran, skipped, step_folder, write_table
@@ -156,6 +157,7 @@ COST = StepCost(rate=("records x datasets x columns", 1.4e-7, 5.0e-7), sizes=REA
 
 
 MEASURE = Measure("relative_difference", "Relative difference of the largest values",
+                  thresholds=builtin_thresholds("relative_difference"),
                   step=relative_difference_step, function=relative_difference,
                   result=RelativeDifferenceResult, verdict=relative_difference_lines,
                   sections=(relative_difference_section,), cost=COST)

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._io import write_json
+from bayes_risk._thresholds import builtin_thresholds
 from bayes_risk.auditing import remedies
 from bayes_risk.auditing.context import (
     StepContext,
@@ -415,7 +416,9 @@ def utility_resolve(plan: AuditPlan, original: pd.DataFrame, release: Any,
                  list(schema.names))
 
 
-MEASURE = Measure("utility", "Utility", step=utility_step, function=utility_summary,
+MEASURE = Measure("utility", "Utility",
+                  thresholds=builtin_thresholds("utility"), step=utility_step,
+                  function=utility_summary,
                   result=UtilitySummary, verdict=utility_lines,
                   sections=(utility_risk_section, utility_section, comparisons_section),
                   settings=utility_settings, cost=COST, caveats=CAVEATS,

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import textwrap
 
+from bayes_risk._thresholds import builtin_thresholds
 from bayes_risk.auditing.settings import AUDIT_ARGUMENTS, SETTINGS_GROUP, AuditSettings
 from bayes_risk.cli._common import (
     RECORDS_HELP,
@@ -53,10 +55,7 @@ on the input: nothing is written; --skip STEP audits without it); 1 a step faile
 another reason: the report is written and its verdict opens with "The audit is incomplete".
 
 thresholds of the verdict lines (--threshold NAME=VALUE; defaults):
-  s_pmse=10 overlap=0.5 expected_match_rate=0.01 true_match_rate=0.01 prop_top=0.1
-  prop_evidence=0.1 evidence_factor=3 repU=1 DiSCO=1 membership_advantage=0.05
-  membership_share=0.01 membership_probability=0.9 singling_out_risk=0.05
-  linkability_risk=0.05 inference_risk=0.05 relative_difference=0.05 closest_match=0.01
+{defaults}
   (each in the unit of the key it names in the files, named under "units" in summary.json:
   repU and DiSCO in per cent, from 0 to 100; expected_match_rate, true_match_rate,
   prop_top, prop_evidence, membership_share, closest_match and the risks of anonymeter's
@@ -75,6 +74,10 @@ move it (in the headline, the report and summary.json); the report's header name
 intruder of every line.
 """
 
+#: the package's measures' thresholds at their defaults, as their records declare them
+_DEFAULTS = textwrap.fill(" ".join(f"{t.name}={t.default:g}" for t in builtin_thresholds()),
+                          90, initial_indent="  ", subsequent_indent="  ")
+
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Register the ``audit`` sub-command."""
@@ -88,7 +91,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                               "against thresholds. With a fitted Bayesian model the attribute "
                               "step is usually most of the time: it refits the model once per "
                               "synthetic dataset (see --refit-draws; the estimate is printed at "
-                              "the step's start).", epilog=_EPILOG,
+                              "the step's start).", epilog=_EPILOG.format(defaults=_DEFAULTS),
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     add_input_arguments(p, synthetic="the release: a SyntheticData folder written by "
                         "'bayes-risk synthesize' (its manifest gives roles and method) or one "
