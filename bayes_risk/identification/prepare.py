@@ -10,13 +10,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import check_params
+from bayes_risk._constraints import check_params, check_value
 from bayes_risk._specs import argument_checks
 from bayes_risk.data.alignment import check_rows_aligned
 from bayes_risk.data.missing import mask_missing_codes, missing_mask
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.provenance import duplicate_codes
-from bayes_risk.data.schema import CATEGORICAL_TYPES, Schema, did_you_mean, infer_schema
+from bayes_risk.data.schema import (
+    CATEGORICAL_TYPES,
+    SCHEMA,
+    Schema,
+    did_you_mean,
+    infer_schema,
+)
 from bayes_risk.data.synthetic import released_records
 from bayes_risk.data.validate import require_distinct, require_frame, validate_table
 from bayes_risk.exceptions import SchemaError, ValidationError
@@ -193,10 +199,8 @@ def _known_schema(original: pd.DataFrame, schema: Any, categorical: Any, known_u
                   known_s: list[str]) -> Schema:
     """Schema of the known columns (given or inferred), the original checked against it."""
     known = known_us + known_s
-    if schema is None:
+    if check_value(schema, [SCHEMA, None], "schema") is None:
         schema = infer_schema(original, categorical=_names(categorical) or None)
-    elif not isinstance(schema, Schema):
-        raise ValidationError(f"schema must be a bayes_risk Schema. Got {type(schema).__name__}.")
     schema.check_columns(known_us, "known_unsynthesized")
     schema.check_columns(known_s, "known_synthesized")
     for c in known:
