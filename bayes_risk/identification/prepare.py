@@ -45,8 +45,8 @@ from bayes_risk.identification.specs import (
 )
 from bayes_risk.warning_codes import message
 
-__all__ = ["prepare", "known_columns", "check_original", "default_fallback", "inferred_synthesized",
-           "COMPAT_MODES", "MISSING_KNOWN"]
+__all__ = ["prepare", "known_names", "known_columns", "check_original", "default_fallback",
+           "inferred_synthesized", "COMPAT_MODES", "MISSING_KNOWN"]
 
 
 def _names(cols: Any) -> list[str]:
@@ -57,18 +57,24 @@ def _names(cols: Any) -> list[str]:
     return [str(c) for c in cols]
 
 
+def known_names(known: Any) -> list[str]:
+    """The intruder's known columns as a list of names (a name alone is one column), the one
+    reading of ``known=``: refused when it names none or one twice (``ValidationError``)."""
+    names = _names(known)
+    if not names:
+        raise ValidationError(
+            "no known column: give known=[...] (the intruder's quasi-identifiers)."
+        )
+    return require_distinct(names, "known")
+
+
 def known_columns(original: pd.DataFrame, synthetic: Any, known: Any, synthesized: Any,
                   replicates: Any) -> tuple[list[str], list[str]]:
     """The known columns split into those released unchanged and those synthesized (given, the
     release's manifest, else those whose released values differ from the original's); the
     entry points' check of ``original``, before :func:`prepare`."""
     check_original(original)
-    known = _names(known)
-    if not known:
-        raise ValidationError(
-            "no known column: give known=[...] (the intruder's quasi-identifiers)."
-        )
-    require_distinct(known, "known")
+    known = known_names(known)
     if synthesized is not None:
         syn = _names(synthesized)
         require_distinct(syn, "synthesized")
