@@ -186,7 +186,8 @@ def check_value(value: Any, constraint: Constraint, what: str, *,
     Raises
     ------
     ValidationError
-        "``what`` must be <expected>. Got <value>." naming the alternatives.
+        "``what`` must be <expected>. Got <value>." naming the alternatives (a value that is
+        no scalar by the name of its type).
 
     Examples
     --------
@@ -206,7 +207,17 @@ def check_value(value: Any, constraint: Constraint, what: str, *,
             return (c.kind(value) if isinstance(c, Interval)
                     else bool(value) if isinstance(c, Flag) else value)
     expected = " or ".join(c.describe() for c in alternatives)
-    raise ValidationError(f"{what} must be {expected}. Got {value!r}.", code=code)
+    raise ValidationError(f"{what} must be {expected}. Got {_shown(value)}.", code=code)
+
+
+def _shown(value: Any) -> str:
+    """``value`` as the error shows it: a scalar's repr (cut at 60 characters), else the name
+    of its type -- a data frame given for a schema is not printed whole."""
+    if not (value is None or isinstance(value, (str, bytes, numbers.Number))
+            or _FLAG.accepts(value)):
+        return type(value).__name__
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:57]}..."
 
 
 def check_params(values: Any, constraints: Mapping[str, Constraint], *,

@@ -188,7 +188,9 @@ def _collect_inputs(
     original: Any, synthetic: Any, known: Sequence[str], kwargs: dict[str, Any]
 ) -> tuple[Any, Any]:
     """Dask DataFrames among the inputs, reduced to the known, id and weight columns."""
-    known = [known] if isinstance(known, str) else list(known)
+    from bayes_risk.identification.prepare import known_names
+
+    known = known_names(known)
     population = kwargs.get("population")
     ids = [c for c in (getattr(population, "original_id", None),
                        getattr(population, "target_id", None)) if c is not None]

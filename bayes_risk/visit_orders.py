@@ -112,6 +112,7 @@ def compare_visit_orders(
     ['MAR → RACE → SEX', 'SEX → RACE → MAR']
     """
     from bayes_risk.identification.api import identification_risk
+    from bayes_risk.identification.prepare import known_names
     from bayes_risk.utility.pmse import pmse
 
     if not (hasattr(synthesizer, "fit") and hasattr(synthesizer, "synthesize")):
@@ -124,8 +125,7 @@ def compare_visit_orders(
     if missing:
         raise ValidationError(f"orders name column(s) {missing} that are not in the original data.",
                               code="UNKNOWN_COLUMN")
-    known = list(ords[0]) if known is None else \
-        ([known] if isinstance(known, str) else [str(c) for c in known])
+    known = list(ords[0]) if known is None else known_names(known)
     bad = [c for c in known if c not in original.columns]
     if bad:
         raise ValidationError(f"known names column(s) {bad} that are not in the original data.",

@@ -90,6 +90,20 @@ def test_the_message_names_the_argument_the_value_and_every_alternative():
     assert err.value.code == "TOO_FEW_RECORDS"
 
 
+def test_the_message_shows_a_scalar_and_names_anything_else_by_its_type():
+    import pandas as pd
+
+    from bayes_risk.data.schema import SCHEMA
+
+    with pytest.raises(ValidationError) as err:
+        check_value(pd.DataFrame({"a": range(100)}), [SCHEMA, None], "schema")
+    assert str(err.value) == "schema must be a bayes_risk Schema. Got DataFrame."
+    with pytest.raises(ValidationError, match=r"Got 'x{56}\.\.\.\.$"):
+        check_value("x" * 100, Interval(int, 1), "n")
+    with pytest.raises(ValidationError, match=r"Got np\.float64\(2\.5\)\.$|Got 2\.5\.$"):
+        check_value(np.float64(2.5), Interval(int, 1), "n")
+
+
 def test_none_is_refused_unless_listed():
     with pytest.raises(ValidationError, match="Got None"):
         check_value(None, Interval(int, 1), "draws")

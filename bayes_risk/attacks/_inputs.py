@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._rng import seed_to_json
 from bayes_risk.data.alignment import warn_release_holds_original
 from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.missing import missing_mask
@@ -29,7 +30,7 @@ from bayes_risk.data.validate import (
 from bayes_risk.exceptions import CALLER, DataWarning, ValidationError, arg_name
 from bayes_risk.utility._inputs import base_schema
 
-__all__ = ["AttackInputs", "attack_inputs", "code_table", "raise_warnings", "screen_control"]
+__all__ = ["AttackInputs", "attack_inputs", "code_table", "result_fields", "screen_control"]
 
 
 @dataclass
@@ -216,20 +217,34 @@ def code_table(df: pd.DataFrame, schema: Schema) -> np.ndarray:
     return out
 
 
-def raise_warnings(flagged: dict[str, list[str]], why: dict[str, str], no_holdout: bool
-                   ) -> list[str]:
-    """Raise one coded ``DataWarning`` per condition of ``flagged`` (its meaning ``why[code]``,
-    then where it holds) and ``NO_HOLDOUT`` without a holdout; return the codes in order."""
-    codes = []
+def result_fields(inp: AttackInputs, flagged: dict[str, list[str]], why: dict[str, str],
+                  settings: dict[str, Any], *, level: float, random_seed: Any,
+                  groups: str | None, grouped: list[dict[str, Any]]) -> dict[str, Any]:
+    """The fields every attack's result shares: ``settings`` (the attack's own, then the sizes,
+    level, seed and groups of all three), ``warnings`` and ``by_group``.
+
+    Raises one coded ``DataWarning`` per condition of ``flagged`` (its meaning ``why[code]``,
+    then where it holds) and ``NO_HOLDOUT`` without a holdout; the codes list the holdout's
+    overlap with the original first (warned when the inputs were checked).
+    """
+    codes = ["HOLDOUT_OVERLAPS_ORIGINAL"] if inp.n_holdout_dropped else []
     for code, where in flagged.items():
         warnings.warn(DataWarning(f"{why[code]} ({'; '.join(where)}) ({code}).", code=code),
                       skip_file_prefixes=CALLER)
         codes.append(code)
-    if no_holdout:
+    if inp.holdout is None:
         warnings.warn(DataWarning(
             "no holdout was given: the risk is the main attack's success rate, not its excess "
             "over the same attack on records the synthesis did not use, so it also counts what "
             "any release that generalises well reveals about the population (NO_HOLDOUT).",
             code="NO_HOLDOUT"), skip_file_prefixes=CALLER)
         codes.append("NO_HOLDOUT")
-    return codes
+    return {
+        "settings": {
+            **settings, "confidence_level": level, "m": len(inp.datasets),
+            "n_original": len(inp.original),
+            "n_holdout": None if inp.holdout is None else len(inp.holdout),
+            "n_holdout_dropped": inp.n_holdout_dropped,
+            "random_seed": seed_to_json(random_seed), "groups": groups},
+        "warnings": codes,
+        "by_group": None if groups is None else pd.DataFrame(grouped)}

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._constraints import Interval, check_value
-from bayes_risk._rng import RandomSeed, as_generator, seed_to_json
-from bayes_risk.attacks._inputs import AttackInputs, attack_inputs, code_table, raise_warnings
+from bayes_risk._rng import RandomSeed, as_generator
+from bayes_risk.attacks._inputs import attack_inputs, code_table, result_fields
 from bayes_risk.attacks.linkability import _scale, nearest_rows
 from bayes_risk.attacks.rates import (
     SuccessRate,
@@ -217,15 +217,13 @@ def inference_risk(
                 recs.append(pd.DataFrame({"dataset": l, "secret": s, "role": role,
                                           "row": attacked[role], "correct": right[role],
                                           "tied": tied[role]}))
-    settings = {
-        "secrets": secrets, "aux_columns": aux, "aux_default": aux_columns is None,
-        "regression": reg, "tolerance": tol,
-        "n_attacks": n_main, "n_attacks_control": n_ctrl, "confidence_level": level,
-        "m": len(inp.datasets), "n_original": len(inp.original),
-        "n_holdout": None if inp.holdout is None else len(inp.holdout),
-        "n_holdout_dropped": inp.n_holdout_dropped, "random_seed": seed_to_json(random_seed),
-        "groups": groups}
-    return _result(inp, flagged, settings, rows, recs, grouped)
+    settings = {"secrets": secrets, "aux_columns": aux, "aux_default": aux_columns is None,
+                "regression": reg, "tolerance": tol, "n_attacks": n_main,
+                "n_attacks_control": n_ctrl}
+    return InferenceResult(
+        table=pd.DataFrame(rows), records=pd.concat(recs, ignore_index=True),
+        **result_fields(inp, flagged, _WHY, settings, level=level, random_seed=random_seed,
+                        groups=groups, grouped=grouped))
 
 
 def _secret_row(l: int, s: str, regression: bool, sizes: tuple[int, int | None, int],
@@ -256,19 +254,6 @@ def _secret_row(l: int, s: str, regression: bool, sizes: tuple[int, int | None, 
         "share_tied_main": float(tied["original"].mean()),
         "share_tied_control": (float(tied["holdout"].mean()) if "holdout" in tied
                                else np.nan)}, r_base
-
-
-def _result(inp: AttackInputs, flagged: dict[str, list[str]], settings: dict[str, Any],
-            rows: list[dict[str, Any]], recs: list[pd.DataFrame],
-            grouped: list[dict[str, Any]]) -> InferenceResult:
-    """The result: the table, the records, the groups' table (with ``groups``) and the
-    warnings (an overlap of the holdout with the original first)."""
-    codes = raise_warnings(flagged, _WHY, inp.holdout is None)
-    if inp.n_holdout_dropped:
-        codes.insert(0, "HOLDOUT_OVERLAPS_ORIGINAL")
-    return InferenceResult(table=pd.DataFrame(rows), records=pd.concat(recs, ignore_index=True),
-                           settings=settings, warnings=codes,
-                           by_group=None if settings["groups"] is None else pd.DataFrame(grouped))
 
 
 def _tolerance(tolerance: Any) -> float:

@@ -10,9 +10,9 @@ import pandas as pd
 
 from bayes_risk._attack_specs import LINKABILITY_ARGUMENTS
 from bayes_risk._constraints import Interval, check_params, check_value
-from bayes_risk._rng import RandomSeed, as_generator, seed_to_json
+from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk._specs import argument_checks
-from bayes_risk.attacks._inputs import AttackInputs, attack_inputs, code_table, raise_warnings
+from bayes_risk.attacks._inputs import AttackInputs, attack_inputs, code_table, result_fields
 from bayes_risk.attacks.rates import (
     SuccessRate,
     check_confidence_level,
@@ -245,19 +245,11 @@ def linkability_risk(
                 "dataset": l, "role": role, "row": attacked[role],
                 "linked_at": pd.Series(first[role], dtype="Int64").mask(first[role] == 0),
                 "tied": tied[role]}))
-    codes = raise_warnings(flagged, _WHY, inp.holdout is None)
-    if inp.n_holdout_dropped:
-        codes.insert(0, "HOLDOUT_OVERLAPS_ORIGINAL")
-    settings = {
-        "aux_columns": [aux_a, aux_b], "n_attacks": n_att, "n_neighbors": K,
-        "confidence_level": level, "m": len(inp.datasets), "n_original": len(inp.original),
-        "n_holdout": None if inp.holdout is None else len(inp.holdout),
-        "n_holdout_dropped": inp.n_holdout_dropped,
-        "random_seed": seed_to_json(random_seed), "groups": groups}
-    return LinkabilityResult(table=pd.DataFrame(rows),
-                             records=pd.concat(recs, ignore_index=True), settings=settings,
-                             warnings=codes,
-                             by_group=None if groups is None else pd.DataFrame(grouped))
+    settings = {"aux_columns": [aux_a, aux_b], "n_attacks": n_att, "n_neighbors": K}
+    return LinkabilityResult(
+        table=pd.DataFrame(rows), records=pd.concat(recs, ignore_index=True),
+        **result_fields(inp, flagged, _WHY, settings, level=level, random_seed=random_seed,
+                        groups=groups, grouped=grouped))
 
 
 def _n_attacks(n_attacks: int | None, inp: AttackInputs) -> int:

@@ -12,10 +12,10 @@ import pandas as pd
 
 from bayes_risk._attack_specs import ATTACK_ARGUMENTS, SINGLING_OUT_ARGUMENTS
 from bayes_risk._constraints import check_params
-from bayes_risk._rng import RandomSeed, as_generator, seed_to_json
+from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk._specs import argument_checks
 from bayes_risk.attacks import predicates as pr
-from bayes_risk.attacks._inputs import attack_inputs, code_table, raise_warnings
+from bayes_risk.attacks._inputs import attack_inputs, code_table, result_fields
 from bayes_risk.attacks.rates import (
     check_confidence_level,
     group_labels,
@@ -301,22 +301,16 @@ def singling_out_risk(
                     None if ctrl is None else (ctrl >= 0) * (factor if math.isfinite(factor)
                                                               else 1.0),
                     success_rate(row["n_baseline"], n_attacks, level), labels, level)
-    warn = raise_warnings(flagged, _WHY, C is None)
-    if inp.n_holdout_dropped:
-        warn.insert(0, "HOLDOUT_OVERLAPS_ORIGINAL")
-    table = pd.DataFrame(rows)
     queries = pd.concat(qframes, ignore_index=True) if qframes else pd.DataFrame()
     settings = {
         "modes": modes, "n_attacks": n_attacks, "n_cols": n_cols, "columns": names,
-        "max_attempts": max_attempts, "confidence_level": level, "m": len(inp.datasets),
-        "n_original": len(inp.original), "n_original_distinct": int(O.shape[0]),
-        "n_holdout": None if inp.holdout is None else len(inp.holdout),
+        "max_attempts": max_attempts, "n_original_distinct": int(O.shape[0]),
         "n_holdout_distinct": None if C is None else int(C.shape[0]),
-        "n_holdout_dropped": inp.n_holdout_dropped,
-        "control_correction": corrections,
-        "random_seed": seed_to_json(random_seed), "groups": groups}
-    return SinglingOutResult(table=table, queries=queries, settings=settings, warnings=warn,
-                             by_group=None if groups is None else pd.DataFrame(grouped))
+        "control_correction": corrections}
+    return SinglingOutResult(
+        table=pd.DataFrame(rows), queries=queries,
+        **result_fields(inp, flagged, _WHY, settings, level=level, random_seed=random_seed,
+                        groups=groups, grouped=grouped))
 
 
 def _group_column(groups: Any, sch: Schema, original: pd.DataFrame) -> str:

@@ -17,7 +17,7 @@ import pandas as pd
 from bayes_risk.auditing.compare import CARRIED
 from bayes_risk.auditing.outcome import where_text
 from bayes_risk.auditing.report_blocks import Block, Links, Section, Span, step_section
-from bayes_risk.results._format import format_number
+from bayes_risk.results._format import format_number, format_value
 from bayes_risk.warning_codes import message
 
 __all__ = ["write_report", "CSP", "Block", "Section", "Span", "step_section"]
@@ -62,9 +62,8 @@ def _verdicts(result: Any, links: Links) -> list[dict[str, Any]]:
     out = []
     _, number = _threshold_sources(result)
     for v in result.verdicts:
-        u = f" {v.unit}" if v.unit else ""
         # a carried line's file is in the earlier audit's folder, not this one's
-        val = [Span(format_number(v.value, 4, plain=True) + u,
+        val = [Span(format_value(v.value, v.unit, 4),
                     None if v.carried else links.href(v.source), num=True)]
         if v.count_of and v.unit == "%" and np.isfinite(v.value):
             n, noun = v.count_of
@@ -76,7 +75,7 @@ def _verdicts(result: Any, links: Links) -> list[dict[str, Any]]:
         out.append({
             "step": v.step, "measure": v.measure, "value": val,
             "threshold": ("≤ " if v.direction == "max" else "≥ ")
-            + format_number(v.threshold, plain=True) + u,
+            + format_value(v.threshold, v.unit, 4),
             "source": number.get(v.threshold_name),
             "exceeds": v.exceeds, "status": v.status, "sign": sign, "word": word,
             "detail": f"Not measured on this release: {v.carried}. {v.detail}" if v.carried
@@ -94,8 +93,7 @@ def _before_after(result: Any) -> dict[str, Any] | None:
         return None
 
     def value(x: Any, unit: str) -> str:
-        return "—" if x is None or pd.isna(x) else format_number(x, 4, plain=True) + (
-            f" {unit}" if unit else "")
+        return format_value(x, unit, 4, missing="—")
 
     def status(word: str) -> str:
         bound = word.startswith(CARRIED)

@@ -17,7 +17,7 @@ import pandas as pd
 
 from bayes_risk.auditing.outcome import step_file
 from bayes_risk.results._base import plot_figure
-from bayes_risk.results._format import format_number
+from bayes_risk.results._format import format_number, format_value
 
 __all__ = ["Span", "Block", "Section", "Links", "table_block", "rows_block", "step_section",
            "TOP_N", "at_risk"]
@@ -92,14 +92,14 @@ class Links:
         return quote(Path(os.path.relpath(Path(self.root) / rel, self.base)).as_posix())
 
     def num(self, value: Any, rel: str | None, digits: int = 4, unit: str = "") -> Span:
-        """``value`` formatted for people (no exponent), linked to file ``rel``."""
-        text = format_number(value, digits, plain=True)
-        return Span("—" if text in ("—", "nan") else text + unit, self.href(rel), num=True)
+        """``value`` formatted for people (no exponent), then its ``unit``, linked to file
+        ``rel``."""
+        return Span(format_value(value, unit, digits, missing="—"), self.href(rel), num=True)
 
     def pct(self, fraction: Any, rel: str | None, digits: int = 3) -> Span:
         """A fraction of the files (summary.json holds rates as fractions) in per cent."""
         v = np.nan if fraction is None else float(fraction) * 100
-        return self.num(v, rel, digits, " %")
+        return self.num(v, rel, digits, "%")
 
     def count(self, value: Any, n: int, rel: str | None, noun: str = "targets") -> list[Span]:
         """A count as the rate it is of ``n``, in per cent, then the count: "0.85 % = 47.35 of

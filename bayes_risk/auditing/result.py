@@ -172,13 +172,10 @@ class AuditResult(RiskResult):
 
     def headline_parts(self) -> tuple[str, str]:
         """:attr:`headline` in two parts: the status in words and what decides it."""
-        from bayes_risk.results._format import format_number
+        from bayes_risk.results._format import format_value
 
         v = self.verdicts
         status = self.status
-
-        def value(x: Verdict, number: float) -> str:
-            return format_number(number, 3, plain=True) + (f" {x.unit}" if x.unit else "")
 
         if status == "do_not_release":
             v = self.measured
@@ -186,9 +183,9 @@ class AuditResult(RiskResult):
             return ("Do not release as it stands",
                     f"{len(bad)} of {len(v)} measures "
                     f"{'exceeds its threshold' if len(v) == 1 else 'exceed their thresholds'}"
-                    " — " + "; ".join(f"{x.short} {value(x, x.value)} (threshold "
+                    " — " + "; ".join(f"{x.short} {format_value(x.value, x.unit)} (threshold "
                                       f"{'≥ ' if x.direction == 'min' else ''}"
-                                      f"{value(x, x.threshold)})" for x in bad) + ".")
+                                      f"{format_value(x.threshold, x.unit)})" for x in bad) + ".")
         if status == "incomplete":
             bounds = [x for x in self.carried if x.exceeds]
             if not self.failed_steps and bounds:  # upper bounds past their thresholds
@@ -197,8 +194,8 @@ class AuditResult(RiskResult):
                         f"threshold, but {len(bounds)} carried from the release before the "
                         f"remedy as upper bounds {'exceeds' if len(bounds) == 1 else 'exceed'} "
                         f"{'its' if len(bounds) == 1 else 'their'} threshold ("
-                        + "; ".join(f"{x.short} {value(x, x.value)}, threshold "
-                                    f"{value(x, x.threshold)}" for x in bounds)
+                        + "; ".join(f"{x.short} {format_value(x.value, x.unit)}, threshold "
+                                    f"{format_value(x.threshold, x.unit)}" for x in bounds)
                         + "): a bound past its threshold does not show this release within it; "
                         "measure those lines on the remedied release or remedy further.")
             if not self.failed_steps:  # lines that exceeded before were not measured again
@@ -337,7 +334,7 @@ class AuditResult(RiskResult):
         cmp = self.comparison()
         if cmp is None:
             return []
-        from bayes_risk.results._format import format_number
+        from bayes_risk.results._format import format_value
 
         gone = cmp[(cmp["status_before"] != "not assessed") & (cmp["status_after"] ==
                                                                "not assessed")]
@@ -349,8 +346,7 @@ class AuditResult(RiskResult):
             why = (step.reason if step is not None and step.reason else
                    "its step did not run" if step is None or step.status != "ran" else
                    "its line was not produced")
-            value = ("—" if r.before is None or pd.isna(r.before) else
-                     format_number(r.before, 3, plain=True) + (f" {r.unit}" if r.unit else ""))
+            value = format_value(r.before, r.unit, missing="—")
             out.append({"step": r.step, "measure": r.measure,
                         "short": short_name(r.measure), "before": value,
                         "why": why.rstrip(".")})
@@ -549,7 +545,7 @@ class AuditResult(RiskResult):
         in 100 columns, and where the rest is — :meth:`summary` holds every table, and the
         report all of it (issue 66: the whole summary printed lines of up to 1,020 characters).
         """
-        from bayes_risk.results._format import format_number
+        from bayes_risk.results._format import format_value
 
         p = self.plan
         status, why = self.headline_parts()
@@ -559,14 +555,12 @@ class AuditResult(RiskResult):
         if not self.complete:
             header.append(("failed steps", ", ".join(s.name for s in self.failed_steps)))
 
-        def num(x: float, unit: str) -> str:
-            return format_number(x, 3, plain=True) + (f" {unit}" if unit else "")
-
         rows = [{"": {"exceeds": "✖", "caution": "!", "within": "✓"}[v.status],
                  "line": f"{v.step}: {v.short}" + (f" (keys {v.measure.split(', keys ')[1]})"
                                                     if ", keys " in v.measure else ""),
-                 "value": num(v.value, v.unit),
-                 "threshold": ("≤ " if v.direction == "max" else "≥ ") + num(v.threshold, v.unit),
+                 "value": format_value(v.value, v.unit),
+                 "threshold": ("≤ " if v.direction == "max" else "≥ ")
+                 + format_value(v.threshold, v.unit),
                  "questioned by": ", ".join(v.warnings)} for v in self.verdicts]
         tables = {}
         if rows:

@@ -10,6 +10,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import InstanceOf
 from bayes_risk.exceptions import (
     SchemaError,
     ValidationError,
@@ -354,6 +355,11 @@ class Schema:
     def from_dict(cls, d: Mapping[str, Any]) -> Schema:
         """Inverse of :meth:`to_dict`."""
         return cls(tuple(ColumnSpec.from_dict(c) for c in d["columns"]))
+
+
+#: the constraint of a ``schema=`` argument (``check_value(schema, [SCHEMA, None], "schema")``
+#: where ``None`` infers one)
+SCHEMA = InstanceOf(Schema, "a bayes_risk Schema")
 
 
 def _infer_type(s: pd.Series) -> str:

@@ -32,11 +32,14 @@ def frontier_figure(result: Any, path: str | os.PathLike[str] | None = None) -> 
     excluded by another line; ★: the chosen release (its search figure)."""
     from bayes_risk.auditing.plots import _plt
     from bayes_risk.designing.space import OBJECTIVES
+    from bayes_risk.measures import measures
 
     plt = _plt()
     fr = result.frontier_frame()
     obj = result.objective
-    risk = fr[(fr["step"] != "utility") & (fr["threshold_name"] != "")]
+    # the lines of the measures whose record says they measure no risk (utility) are no panel
+    no_risk = [m.name for m in measures() if not m.risk]
+    risk = fr[~fr["step"].isin(no_risk) & (fr["threshold_name"] != "")]
     names = list(dict.fromkeys(risk["threshold_name"]))
     n = max(1, len(names))
     cols = min(PANELS_PER_ROW, n)

@@ -15,11 +15,9 @@ __all__ = ["DesignResult"]
 
 
 def _fmt(x: float, unit: str = "") -> str:
-    from bayes_risk.results._format import format_number
+    from bayes_risk.results._format import format_value
 
-    if x is None or not np.isfinite(x):
-        return "—"
-    return format_number(x, 3, plain=True) + (f" {unit}" if unit else "")
+    return "—" if x is None or not np.isfinite(x) else format_value(x, unit)
 
 
 def _settings_text(s: dict[str, Any]) -> str:

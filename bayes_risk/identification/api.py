@@ -181,7 +181,7 @@ progressbar, executor
     known_us, known_s = known_columns(original, synthetic, known, synthesized, replicates)
     options = dict(
         categorical=categorical, schema=schema, **spec_options(match, population),
-        aggregation=aggregation, key_order=known if isinstance(known, str) else list(known),
+        aggregation=aggregation, key_order=known,
     )
     if type(replicates).__name__ == "PosteriorReplicates":  # its module not imported here
         if not keep_prob:

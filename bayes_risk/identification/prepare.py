@@ -10,13 +10,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import check_params
+from bayes_risk._constraints import check_params, check_value
 from bayes_risk._specs import argument_checks
 from bayes_risk.data.alignment import check_rows_aligned
 from bayes_risk.data.missing import mask_missing_codes, missing_mask
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.provenance import duplicate_codes
-from bayes_risk.data.schema import CATEGORICAL_TYPES, Schema, did_you_mean, infer_schema
+from bayes_risk.data.schema import (
+    CATEGORICAL_TYPES,
+    SCHEMA,
+    Schema,
+    did_you_mean,
+    infer_schema,
+)
 from bayes_risk.data.synthetic import released_records
 from bayes_risk.data.validate import require_distinct, require_frame, validate_table
 from bayes_risk.exceptions import SchemaError, ValidationError
@@ -39,8 +45,8 @@ from bayes_risk.identification.specs import (
 )
 from bayes_risk.warning_codes import message
 
-__all__ = ["prepare", "known_columns", "check_original", "default_fallback", "inferred_synthesized",
-           "COMPAT_MODES", "MISSING_KNOWN"]
+__all__ = ["prepare", "known_names", "known_columns", "check_original", "default_fallback",
+           "inferred_synthesized", "COMPAT_MODES", "MISSING_KNOWN"]
 
 
 def _names(cols: Any) -> list[str]:
@@ -51,18 +57,24 @@ def _names(cols: Any) -> list[str]:
     return [str(c) for c in cols]
 
 
+def known_names(known: Any) -> list[str]:
+    """The intruder's known columns as a list of names (a name alone is one column), the one
+    reading of ``known=``: refused when it names none or one twice (``ValidationError``)."""
+    names = _names(known)
+    if not names:
+        raise ValidationError(
+            "no known column: give known=[...] (the intruder's quasi-identifiers)."
+        )
+    return require_distinct(names, "known")
+
+
 def known_columns(original: pd.DataFrame, synthetic: Any, known: Any, synthesized: Any,
                   replicates: Any) -> tuple[list[str], list[str]]:
     """The known columns split into those released unchanged and those synthesized (given, the
     release's manifest, else those whose released values differ from the original's); the
     entry points' check of ``original``, before :func:`prepare`."""
     check_original(original)
-    known = _names(known)
-    if not known:
-        raise ValidationError(
-            "no known column: give known=[...] (the intruder's quasi-identifiers)."
-        )
-    require_distinct(known, "known")
+    known = known_names(known)
     if synthesized is not None:
         syn = _names(synthesized)
         require_distinct(syn, "synthesized")
@@ -193,10 +205,8 @@ def _known_schema(original: pd.DataFrame, schema: Any, categorical: Any, known_u
                   known_s: list[str]) -> Schema:
     """Schema of the known columns (given or inferred), the original checked against it."""
     known = known_us + known_s
-    if schema is None:
+    if check_value(schema, [SCHEMA, None], "schema") is None:
         schema = infer_schema(original, categorical=_names(categorical) or None)
-    elif not isinstance(schema, Schema):
-        raise ValidationError(f"schema must be a bayes_risk Schema. Got {type(schema).__name__}.")
     schema.check_columns(known_us, "known_unsynthesized")
     schema.check_columns(known_s, "known_synthesized")
     for c in known:

@@ -106,7 +106,7 @@ def radius_sweep(
     grid, grid_cols, base = _grid(radii, max_grid, match.radius)
     known_us, known_s = known_columns(original, synthetic, known, synthesized,
                                       options["replicates"])
-    options["key_order"] = [known] if isinstance(known, str) else list(known)
+    options["key_order"] = known  # as given: prepare reads a name alone as one column
     options["match"] = match.replace(radius=base)
     plan = prepare(original, synthetic, known_us, known_s, aggregation=aggregation, **options)
     rule = plan.rule
@@ -265,7 +265,7 @@ def radius_search(
         raise ValidationError(
             "no numeric known column: exact matching is the only choice, there is no radius "
             "to search.", code="INVALID_ARGUMENT")
-    options["key_order"] = [known] if isinstance(known, str) else list(known)
+    options["key_order"] = known  # as given: prepare reads a name alone as one column
     options["match"] = match.replace(radius=dict.fromkeys(cols, 0.0))
     check_windows(original, cols, values, match.radius_type, "radius_search radii")
     plan = prepare(original, synthetic, known_us, known_s, aggregation=aggregation, **options)

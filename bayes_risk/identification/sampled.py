@@ -72,6 +72,7 @@ def sampled_inputs(census: pd.DataFrame, synthetic: Any, *, known: Sequence[str]
         ``ORIGINAL_DIFFERS``: another census than the release's.
     """
     from bayes_risk.data.fingerprint import check_original
+    from bayes_risk.identification.prepare import known_names
     from bayes_risk.identification.specs import PopulationSpec
 
     rec = sampled_records(synthetic)
@@ -94,7 +95,7 @@ def sampled_inputs(census: pd.DataFrame, synthetic: Any, *, known: Sequence[str]
             f"{arg_name('population')}: targets given with a sampled release, whose targets are "
             "the census's units (the original given); leave the targets out.",
             code="OPTION_CONFLICT")
-    keys = list(known)
+    keys = known_names(known)  # a name alone is one column, not its letters
     counts = given.counts
     if given.membership == "unknown" and counts is None:
         # the intruder knows the census's counts of the keys: the worst case (Drechsler & Reiter

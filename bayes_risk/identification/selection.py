@@ -21,9 +21,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import check_value
 from bayes_risk.data.alignment import comparable_values
 from bayes_risk.data.normalise import as_synthetic_list
-from bayes_risk.data.schema import ColumnSpec, Schema, infer_schema
+from bayes_risk.data.schema import SCHEMA, ColumnSpec, Schema, infer_schema
 from bayes_risk.data.validate import record_mask
 from bayes_risk.exceptions import NotSupportedError, SchemaError, ValidationError, arg_name
 from bayes_risk.membership.selection import SelectionRule, as_selection
@@ -344,11 +345,9 @@ def conditioned(original: pd.DataFrame, synthetic: Any, selection: Any, *, known
 
     specs = spec_options(match, population)
     known_us, known_s = known_columns(original, synthetic, known, synthesized, replicates)
-    if schema is None:
+    if check_value(schema, [SCHEMA, None], "schema") is None:
         schema = infer_schema(original, categorical=[categorical] if isinstance(categorical, str)
                               else categorical)
-    elif not isinstance(schema, Schema):
-        raise ValidationError(f"schema must be a bayes_risk Schema. Got {type(schema).__name__}.")
     return condition_on_selection(
         original, synthetic, selection, known_us=known_us, known_s=known_s, schema=schema,
         match=specs["match"], population=specs["population"],

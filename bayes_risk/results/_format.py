@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["format_number", "markdown_table", "text_table", "html_table"]
+__all__ = ["format_number", "format_value", "markdown_table", "text_table", "html_table"]
 
 
 def format_number(x: Any, digits: int = 4, *, plain: bool = False) -> str:
@@ -37,6 +37,15 @@ def format_number(x: Any, digits: int = 4, *, plain: bool = False) -> str:
             return f"{f:.{digits - 1}e}"
         return f"{f:.{digits}g}"
     return str(x)
+
+
+def format_value(x: Any, unit: str = "", digits: int = 3, *, missing: str | None = None) -> str:
+    """A figure for people: ``x`` by ``format_number`` (``plain=True``), then its ``unit``
+    after a space (``"0.85 %"``); with ``missing``, a missing or NaN ``x`` is that text alone
+    (the report's "—")."""
+    if missing is not None and (x is None or (np.ndim(x) == 0 and pd.isna(x))):
+        return missing
+    return format_number(x, digits, plain=True) + (f" {unit}" if unit else "")
 
 
 def _formatted(df: pd.DataFrame, digits: int, index: bool) -> pd.DataFrame:

@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import check_value
 from bayes_risk.data.levels import normalise_level
-from bayes_risk.data.schema import CATEGORICAL_TYPES, Schema, infer_schema
+from bayes_risk.data.schema import CATEGORICAL_TYPES, SCHEMA, Schema, infer_schema
 from bayes_risk.data.validate import harmonise_levels, require_frame, validate_synthetic
 from bayes_risk.exceptions import CALLER, DataWarning, ValidationError, arg_name
 
@@ -33,10 +34,8 @@ def base_schema(
     cat = list(categorical or [])
     if schema is None:
         schema = carried
-    if schema is None:
+    if check_value(schema, [SCHEMA, None], "schema") is None:
         return infer_schema(original, categorical=cat or None)
-    if not isinstance(schema, Schema):
-        raise ValidationError(f"schema must be a bayes_risk Schema. Got {type(schema).__name__}.")
     schema.check_columns(cat, "categorical")
     change = {c: "categorical" for c in cat if schema[c].type not in CATEGORICAL_TYPES}
     if change:

@@ -23,7 +23,7 @@ from bayes_risk._specs import is_default
 from bayes_risk.data.fingerprint import fingerprint_problem, fingerprint_record
 from bayes_risk.data.levels import drop_unused_levels
 from bayes_risk.data.provenance import model_id
-from bayes_risk.data.schema import Schema, infer_schema
+from bayes_risk.data.schema import SCHEMA, Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
 from bayes_risk.data.validate import check_m, require_frame, validate_table
 from bayes_risk.exceptions import (
@@ -348,10 +348,8 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
             raise ValidationError("data has no records.", code="EMPTY_TABLE")
         data = data.copy()
         data.columns = [str(c) for c in data.columns]
-        if schema is None:
+        if check_value(schema, [SCHEMA, None], "schema") is None:
             schema = infer_schema(data, categorical=categorical)
-        elif not isinstance(schema, Schema):
-            raise ValidationError(f"schema must be a Schema. Got {type(schema).__name__}.")
         missing = [c for c in schema.names if c not in data.columns]
         if missing:
             raise SchemaError(
@@ -675,8 +673,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         BayesianSynthesizer
         """
         model = cls(**settings)
-        if not isinstance(schema, Schema):
-            raise ValidationError(f"schema must be a Schema. Got {type(schema).__name__}.")
+        check_value(schema, SCHEMA, "schema")
         if not schema.synthesized:  # no roles given: full synthesis, as in fit
             schema = schema.with_roles(schema.names)
         dt = as_datatree(posterior, lambda: [v for v, _ in concrete(

@@ -14,12 +14,13 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import check_value
 from bayes_risk._rng import RandomSeed, seed_to_json, spawn
 from bayes_risk._specs import fold_fields, is_default, with_defaults
 from bayes_risk._tree_spec import TreeOptions
 from bayes_risk.data.fingerprint import fingerprint_record
 from bayes_risk.data.provenance import model_id
-from bayes_risk.data.schema import Schema, infer_schema
+from bayes_risk.data.schema import SCHEMA, Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
 from bayes_risk.data.validate import check_m, record_mask, require_frame, validate_table
 from bayes_risk.exceptions import ValidationError
@@ -45,10 +46,8 @@ def prepare_schema(data: pd.DataFrame, schema: Schema | None, synthesized: Seque
     """Schema with roles set and the ordered synthesized columns (``allow_missing``: accept
     empty cells, else ``MISSING_VALUES``)."""
     require_frame(data, 'data')
-    if schema is None:
+    if check_value(schema, [SCHEMA, None], "schema") is None:
         schema = infer_schema(data)
-    elif not isinstance(schema, Schema):
-        raise ValidationError(f"schema must be a bayes_risk Schema. Got {type(schema).__name__}.")
     order = synthesized_columns(synthesized, schema)
     if order is None:
         order = schema.synthesized

@@ -12,12 +12,12 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import Interval, Options, check_params
+from bayes_risk._constraints import Interval, Options, check_params, check_value
 from bayes_risk._numeric import ties
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk._terminal import progress
 from bayes_risk.contract import ModelInfo
-from bayes_risk.data.schema import Schema, infer_schema
+from bayes_risk.data.schema import SCHEMA, Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.data.validate import require_frame, validate_table
 from bayes_risk.exceptions import CALLER, ConvergenceWarning, DataWarning, ValidationError
@@ -209,11 +209,8 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         if self.identifying is None or len(list(self.identifying)) == 0:
             raise ValidationError("identifying must list the identifying variables (IVs).")
         check_params(self, _SETTINGS)
-        if schema is None:
+        if check_value(schema, [SCHEMA, None], "schema") is None:
             schema = infer_schema(data)
-        elif not isinstance(schema, Schema):
-            raise ValidationError(
-                f"schema must be a bayes_risk Schema. Got {type(schema).__name__}.")
         as_generator(self._fit_seed(random_seed))  # unused by the fit; a bad seed is an error now
         ivs = schema.check_columns(list(self.identifying), "identifying")
         syn = synthesized_columns(synthesized, schema)

@@ -20,7 +20,7 @@ from scipy import stats
 import bayes_risk as br
 import bayes_risk.cli as cli
 from bayes_risk.data import SyntheticData
-from bayes_risk.exceptions import NotSupportedError, ValidationError
+from bayes_risk.exceptions import DataWarning, NotSupportedError, ValidationError
 from bayes_risk.models import CARTSynthesizer, DPMultinomial, Sampling, sampling_with_synthesis
 from bayes_risk.utility import combine_scalar
 
@@ -289,3 +289,13 @@ def test_the_command_line_synthesizes_and_measures_a_sampled_release(tmp_path):
                          "--synthesize", "race", "--categorical", *KEYS, *args, "--out",
                          str(tmp_path / "x"))
         assert rc == 2 and f"[{code}]" in err
+
+
+def test_a_known_column_named_alone_is_one_column(release):
+    # known="age" is the column age, as elsewhere, not the columns a, g, e
+    census, _, rel = release
+    with pytest.warns(DataWarning, match="ZERO_UNIQUE"):  # 4 ages, 400 units
+        one = br.identification_risk(census, rel, known="age", progressbar=False)
+    with pytest.warns(DataWarning, match="ZERO_UNIQUE"):
+        listed = br.identification_risk(census, rel, known=["age"], progressbar=False)
+    pd.testing.assert_frame_equal(one.records, listed.records)
