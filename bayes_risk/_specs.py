@@ -19,41 +19,66 @@ from bayes_risk.exceptions import ValidationError
 @dataclass(frozen=True)
 class CliOption:
     """The command-line option of a spec field, held in the field's ``metadata["cli"]``
-    (:func:`cli_option`); the sub-commands that take the spec declare it from here.
+    (:func:`cli_option`), or of an argument of a table of a function's arguments or of a
+    model's settings (``{name: cli_option(...)}``); the sub-commands that take it declare it
+    from here.
 
-    ``choices`` are the field's values; the option shows and takes them with ``-`` for ``_``
-    (``quantile-sd``). ``parse`` turns the option's text into the field's value (``None``:
-    the text, or ``type``'s value); the spec checks the value. ``const`` is the value of an
-    option given without its value (``nargs="?"``). ``group`` names the argument group of the
-    sub-command's help the option is listed in.
+    ``choices`` are the field's values; the option shows them with ``-`` for ``_``
+    (``quantile-sd``) and takes either spelling, unless ``dashes`` is false (shown and taken as
+    spelled, ``conditional_us``). ``parse`` turns the option's text into the field's value
+    (``None``: the text, or ``type``'s value); the spec checks the value. ``const`` is the value
+    of an option given without its value (``nargs="?"``). ``group`` names the argument group of
+    the sub-command's help the option is listed in. ``dest`` is where the parsed value is
+    stored (default: the flag's name, ``--min-leaf`` → ``min_leaf``).
     """
 
     flag: str
     help: str
-    metavar: str | None = None
+    metavar: str | tuple[str, ...] | None = None
     choices: tuple[str, ...] | None = None
     type: Callable[[str], Any] | None = None
     parse: Callable[[Any], Any] | None = None
-    nargs: str | None = None
+    nargs: str | int | None = None
     action: str | None = None
     group: str | None = None
     required: bool = False
     const: Any = None
+    dashes: bool = True
+    dest: str | None = None
 
     def argparse_keywords(self) -> dict[str, Any]:
         """The keywords of ``add_argument`` the option is declared with (``default`` aside)."""
         kwargs = {k: getattr(self, k)
-                  for k in ("metavar", "type", "nargs", "action", "required", "const")
+                  for k in ("metavar", "type", "nargs", "action", "required", "const", "dest")
                   if getattr(self, k)}
         if self.choices is not None:
-            kwargs["choices"] = [c.replace("_", "-") for c in self.choices]
+            kwargs["choices"] = [_shown(c, self.dashes) for c in self.choices]
+            if self.dashes and self.type is None and any("_" in c for c in self.choices):
+                kwargs["type"] = _dashed  # bayes_bootstrap is taken as bayes-bootstrap
         return kwargs
 
     def value(self, given: Any) -> Any:
         """The field's value of the option's parsed ``given`` value."""
         if self.choices is not None and isinstance(given, str):
-            given = {c.replace("_", "-"): c for c in self.choices}.get(given, given)
+            given = {_shown(c, self.dashes): c for c in self.choices}.get(given, given)
         return given if self.parse is None else self.parse(given)
+
+    @property
+    def usage(self) -> str:
+        """The option as an error message shows it (``--identifying COL [COL ...]``)."""
+        meta = self.metavar or "VALUE"
+        meta = " ".join(meta) if isinstance(meta, tuple) else str(meta)
+        return (f"{self.flag} {meta} [{meta} ...]" if self.nargs == "+"
+                else f"{self.flag} {meta}")
+
+
+def _shown(choice: str, dashes: bool) -> str:
+    return choice.replace("_", "-") if dashes else choice
+
+
+def _dashed(text: str) -> str:
+    """An option's text with ``-`` for ``_``: a choice is taken in either spelling."""
+    return text.replace("_", "-")
 
 
 class GroupedSettings:
@@ -177,7 +202,7 @@ def argument_checks(arguments: Mapping[str, Mapping[str, Any]]) -> dict[str, Any
 def _given(options: list[tuple[str, CliOption]], given: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, opt in options:
-        value = given.get(opt.flag.lstrip("-").replace("-", "_"))
+        value = given.get(opt.dest or opt.flag.lstrip("-").replace("-", "_"))
         if value is not None:
             out[name] = opt.value(value)
     return out

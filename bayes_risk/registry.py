@@ -5,11 +5,12 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
+from bayes_risk._specs import CliOption, argument_values, cli_arguments, cli_option
 from bayes_risk.exceptions import BayesRiskWarning, ValidationError
 
 __all__ = ["GROUP", "OPTIONS_GROUP", "ModelOption", "fit_options", "merge_options",
@@ -22,10 +23,17 @@ GROUP = "bayes_risk.synthesizers"
 OPTIONS_GROUP = "bayes_risk.fit_options"
 
 
-@dataclass(frozen=True)
-class ModelOption:
-    """A model-specific option of ``bayes-risk fit`` (and, for the tree models and PMM, of
-    ``synthesize`` and ``orders``), declared by the model it applies to.
+#: the argument group of a command's help listing the models' options
+MODEL_GROUP = "model-specific options"
+#: the prefix of a model option's destination: no model option can clash with a command's own
+#: (``--synthesis-mode`` is stored as ``model_opt_synthesis_mode``)
+MODEL_DEST = "model_opt_"
+
+
+def ModelOption(flag: str, setting: str, help: str,  # a class before: its public name kept
+                kwargs: Mapping[str, Any] | None = None) -> tuple[str, dict[str, CliOption]]:
+    """An entry of a model's table of options: the setting ``setting`` set by the option
+    ``flag`` (the form of the library's own options, ``bayes_risk._specs.cli_option``).
 
     Parameters
     ----------
@@ -34,44 +42,53 @@ class ModelOption:
     setting : str
         The model's ``__init__`` setting the value is passed to.
     help : str
-    kwargs : dict
-        Further ``add_argument`` keywords, never ``default`` (not given: the model's default).
-    models : tuple of str
-        Filled in by :func:`fit_options`, never declared.
+    kwargs : mapping, optional
+        Further ``add_argument`` keywords: ``metavar``, ``type``, ``nargs``, ``action``,
+        ``const``, ``required`` or ``choices`` (taken as spelled), never ``default`` (not given:
+        the model's default).
+
+    Returns
+    -------
+    tuple
+        ``(setting, {"cli": option})``: a tuple of them, or the ``dict`` of them, is the table
+        :func:`fit_options` loads from the entry-point group ``bayes_risk.fit_options``.
+
+    Raises
+    ------
+    ValidationError
+        A keyword of ``kwargs`` that is none of these (``INVALID_ARGUMENT``).
+
+    Examples
+    --------
+    >>> setting, meta = ModelOption("--n-jobs", "n_jobs", "worker threads", {"type": int})
+    >>> setting, meta["cli"].flag
+    ('n_jobs', '--n-jobs')
     """
-
-    flag: str
-    setting: str
-    help: str
-    kwargs: dict[str, Any] = field(default_factory=dict)
-    models: tuple[str, ...] = ()
-
-    @property
-    def dest(self) -> str:
-        """``argparse`` destination (``--synthesis-mode`` → ``model_opt_synthesis_mode``)."""
-        return "model_opt_" + self.flag.lstrip("-").replace("-", "_")
-
-    @property
-    def usage(self) -> str:
-        """The option as an error message shows it (``--identifying COL [COL ...]``)."""
-        meta = self.kwargs.get("metavar", "VALUE")
-        meta = " ".join(meta) if isinstance(meta, tuple) else str(meta)
-        return (f"{self.flag} {meta} [{meta} ...]" if self.kwargs.get("nargs") == "+"
-                else f"{self.flag} {meta}")
+    kw = dict(kwargs or {})
+    unknown = sorted(set(kw) - _MODEL_KEYWORDS)
+    if unknown:
+        raise ValidationError(f"kwargs of {flag}: {', '.join(map(repr, unknown))} not taken; the "
+                              f"keywords are {', '.join(sorted(_MODEL_KEYWORDS))}.",
+                              code="INVALID_ARGUMENT")
+    if "choices" in kw:  # a plug-in's values are shown and taken as it spells them
+        kw.update(choices=tuple(kw["choices"]), dashes=False)
+    return setting, cli_option(flag, help, **kw)
 
 
-def _merge(a: ModelOption, b: ModelOption) -> ModelOption | None:
+#: the ``add_argument`` keywords a ``ModelOption`` takes
+_MODEL_KEYWORDS = frozenset({"metavar", "type", "nargs", "action", "const", "required",
+                             "choices"})
+
+
+def _merge(a: CliOption, b: CliOption) -> CliOption | None:
     """One option of two models declaring the same flag (their choices united), or ``None``
     when they disagree on anything but the choices and the help."""
-    ka = {k: v for k, v in a.kwargs.items() if k != "choices"}
-    kb = {k: v for k, v in b.kwargs.items() if k != "choices"}
-    if a.setting != b.setting or ka != kb or ("choices" in a.kwargs) != ("choices" in b.kwargs):
+    if replace(a, choices=None, help="") != replace(b, choices=None, help="") or (
+            (a.choices is None) != (b.choices is None)):
         return None
-    kwargs = dict(a.kwargs)
-    if "choices" in a.kwargs:
-        kwargs["choices"] = [*a.kwargs["choices"],
-                             *(c for c in b.kwargs["choices"] if c not in a.kwargs["choices"])]
-    return replace(a, kwargs=kwargs, models=a.models + b.models)
+    if a.choices is None:
+        return a
+    return replace(a, choices=(*a.choices, *(c for c in b.choices or () if c not in a.choices)))
 
 
 def _help(texts: dict[str, str]) -> str:
@@ -83,69 +100,87 @@ def _help(texts: dict[str, str]) -> str:
     return "; ".join(f"{', '.join(names)}: {text}" for text, names in by_text.items())
 
 
-def fit_options() -> tuple[ModelOption, ...]:
+def fit_options() -> dict[str, dict[str, Any]]:
     """The model-specific options of ``bayes-risk fit`` (``OPTIONS_GROUP``), imported without
-    the models; models declaring the same flag share one option. An entry point that cannot be
-    loaded or clashes is left out with a ``SYNTHESIZER_BROKEN`` warning."""
-    declared: list[tuple[str, tuple[ModelOption, ...]]] = []
+    the models; models declaring the same flag share one option (:func:`merge_options`). An
+    entry point that cannot be loaded or is not a table of options is left out with a
+    ``SYNTHESIZER_BROKEN`` warning."""
+    declared: list[tuple[str, dict[str, Any]]] = []
     for ep in sorted(entry_points(group=OPTIONS_GROUP), key=lambda e: e.name):
         try:
-            options = tuple(ep.load())
-            if not all(isinstance(o, ModelOption) for o in options):
-                raise TypeError("not a tuple of bayes_risk.registry.ModelOption")
+            declared.append((ep.name, _table(ep.load())))
         except Exception as exc:  # a broken distribution must not break every fit
             warnings.warn(BayesRiskWarning(
                 f"the fit options of {ep.name!r} (entry point {ep.value!r} of group "
                 f"{OPTIONS_GROUP!r}, from {_dist(ep)}) are left out: {type(exc).__name__}: "
                 f"{exc}", code="SYNTHESIZER_BROKEN"), stacklevel=2)
-            continue
-        declared.append((ep.name, options))
     return merge_options(declared)
 
 
-def merge_options(declared: Any) -> tuple[ModelOption, ...]:
+def _table(loaded: Any) -> dict[str, Any]:
+    """A model's table of options, ``{setting: {"cli": option}}``, from what its entry point
+    names: that table, or a sequence of ``ModelOption(...)`` (its entries)."""
+    table = dict(loaded.items() if isinstance(loaded, Mapping) else tuple(loaded))
+    if not all(isinstance(k, str) and isinstance(v, Mapping) and isinstance(v.get("cli"), CliOption)
+               for k, v in table.items()):
+        raise TypeError("not a table {setting: cli_option(...)} or a tuple of "
+                        "bayes_risk.registry.ModelOption(...)")
+    return table
+
+
+def merge_options(declared: Any) -> dict[str, dict[str, Any]]:
     """One option per flag of the options several models declare.
 
     Parameters
     ----------
-    declared : iterable of (str, tuple of ModelOption)
-        Each model's name and its options.
+    declared : iterable of (str, mapping)
+        Each model's name and its table of options (``{setting: {"cli": option}}``:
+        :func:`ModelOption`'s entries).
 
     Returns
     -------
-    tuple of ModelOption
-        In the order first declared; models declaring the same flag share one option (their
-        choices united, ``models`` naming them, the help naming each model's text). An option
-        declared with another setting or other keywords than the first is left out with a
-        ``SYNTHESIZER_BROKEN`` warning.
+    dict
+        ``setting -> {"cli": option, "models": names}``, in the order first declared, as the
+        commands declare them (``bayes_risk.cli.parsers.add_argument_options``) and read them
+        (``bayes_risk._specs.argument_values``): models declaring the same flag share one
+        option (their choices united, ``models`` naming them, the help naming each model's
+        text), stored as ``model_opt_<flag>`` and listed under "model-specific options". An
+        option declared with another setting or other keywords than the first of its flag, or
+        with the setting of another flag, is left out with a ``SYNTHESIZER_BROKEN`` warning.
 
     Examples
     --------
-    >>> a = ModelOption("--n-jobs", "n_jobs", "worker threads", {"type": int})
-    >>> [(o.flag, o.models, o.help) for o in merge_options([("cart", (a,)), ("rf", (a,))])]
-    [('--n-jobs', ('cart', 'rf'), 'cart, rf: worker threads')]
+    >>> a = dict([ModelOption("--n-jobs", "n_jobs", "worker threads", {"type": int})])
+    >>> merged = merge_options([("cart", a), ("rf", a)])
+    >>> [(s, m["models"], m["cli"].help) for s, m in merged.items()]
+    [('n_jobs', ('cart', 'rf'), 'cart, rf: worker threads')]
     """
-    merged: dict[str, ModelOption] = {}
+    merged: dict[str, tuple[str, CliOption, tuple[str, ...]]] = {}  # by flag
     texts: dict[str, dict[str, str]] = {}
     for name, options in declared:
-        for opt in options:
-            opt = replace(opt, models=(name,))
-            if opt.flag not in merged:
-                merged[opt.flag], texts[opt.flag] = opt, {name: opt.help}
+        for setting, meta in options.items():
+            opt = meta["cli"]
+            other = next((f for f, (s, _, _) in merged.items() if s == setting), opt.flag)
+            if opt.flag not in merged and other == opt.flag:
+                merged[opt.flag], texts[opt.flag] = (setting, opt, (name,)), {name: opt.help}
                 continue
-            if name in merged[opt.flag].models:  # the same installation seen twice
+            first, before, models = merged[other]
+            if other == opt.flag and name in models:  # the same installation seen twice
                 continue
-            both = _merge(merged[opt.flag], opt)
+            both = _merge(before, opt) if other == opt.flag and first == setting else None
             if both is None:
                 warnings.warn(BayesRiskWarning(
-                    f"{opt.flag} of {name!r} is left out: "
-                    f"{', '.join(merged[opt.flag].models)} declare(s) it with setting "
-                    f"{merged[opt.flag].setting!r} and other keywords.",
+                    f"{opt.flag} of {name!r} is left out: {', '.join(models)} declare(s) "
+                    + (f"it with setting {first!r} and other keywords." if other == opt.flag
+                       else f"its setting {setting!r} as {other}."),
                     code="SYNTHESIZER_BROKEN"), stacklevel=3)
                 continue
-            merged[opt.flag] = both
+            merged[opt.flag] = (setting, both, models + (name,))
             texts[opt.flag][name] = opt.help
-    return tuple(replace(o, help=_help(texts[o.flag])) for o in merged.values())
+    return {setting: {"cli": replace(opt, help=_help(texts[flag]), group=MODEL_GROUP,
+                                     dest=MODEL_DEST + flag.lstrip("-").replace("-", "_")),
+                      "models": models}
+            for flag, (setting, opt, models) in merged.items()}
 
 
 def synthesizer_entry_points() -> dict[str, list[EntryPoint]]:
@@ -227,7 +262,8 @@ def setting_names(cls: type) -> set[str]:
         return set()
 
 
-def model_settings(cls: type, method: str, given: Sequence[tuple[ModelOption, Any]], *,
+def model_settings(cls: type, method: str, options: Mapping[str, Mapping[str, Any]],
+                   given: Mapping[str, Any], *,
                    convert: Mapping[str, Callable[[Any, str], Any]] | None = None,
                    sampling: Mapping[str, Any] | None = None,
                    run: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -239,8 +275,12 @@ def model_settings(cls: type, method: str, given: Sequence[tuple[ModelOption, An
         The synthesizer class of ``method``.
     method : str
         Its registered name (:func:`get_synthesizer`), as messages name it.
-    given : sequence of (ModelOption, value)
-        The options given and their values, in order.
+    options : mapping
+        The options that set settings, ``setting -> {"cli": option, "models": names}``
+        (:func:`merge_options`).
+    given : mapping
+        The parsed options by their destinations (``vars(args)``); an option given as ``None``
+        or not at all is not given.
     convert : mapping of str to callable, optional
         Per setting, ``convert[setting](value, flag)`` turns an option's value into the
         setting's, applied once the option is found to apply.
@@ -278,15 +318,17 @@ def model_settings(cls: type, method: str, given: Sequence[tuple[ModelOption, An
     if "spec" in params:  # the options that make it
         params |= {"method_per_column", "predictor_matrix"}
     out: dict[str, Any] = dict(sampling or {})
-    for opt, value in given:
-        if opt.setting not in params:
-            raise ValidationError(f"{opt.flag}: not an option of --method {method} "
-                                  f"({cls.__name__} takes no setting {opt.setting!r}; the option "
-                                  f"applies to --method {' and '.join(opt.models)}).",
+    for setting, value in argument_values(options, given).items():
+        flag = options[setting]["cli"].flag
+        if setting not in params:
+            raise ValidationError(f"{flag}: not an option of --method {method} "
+                                  f"({cls.__name__} takes no setting {setting!r}; the option "
+                                  "applies to --method "
+                                  f"{' and '.join(options[setting].get('models', ()))}).",
                                   code="OPTION_CONFLICT")
-        if convert and opt.setting in convert:
-            value = convert[opt.setting](value, opt.flag)
-        out[opt.setting] = tuple(value) if isinstance(value, list) else value
+        if convert and setting in convert:
+            value = convert[setting](value, flag)
+        out[setting] = tuple(value) if isinstance(value, list) else value
     if "method_per_column" in out or "predictor_matrix" in out:
         from bayes_risk.models import SynthesisSpec
 
@@ -298,7 +340,7 @@ def model_settings(cls: type, method: str, given: Sequence[tuple[ModelOption, An
 
 
 def check_required(cls: type, method: str, *, synthesized: Any, settings: Mapping[str, Any],
-                   options: Sequence[ModelOption]) -> None:
+                   options: Mapping[str, Mapping[str, Any]]) -> None:
     """Refuse settings that leave out what the model cannot default (its
     ``ModelInfo.required``).
 
@@ -312,8 +354,9 @@ def check_required(cls: type, method: str, *, synthesized: Any, settings: Mappin
         The columns to synthesize.
     settings : mapping
         The settings given.
-    options : sequence of ModelOption
-        The options that give settings, which messages name.
+    options : mapping
+        The options that give settings, ``setting -> {"cli": option}`` (:func:`merge_options`),
+        which messages name.
 
     Raises
     ------
@@ -322,7 +365,7 @@ def check_required(cls: type, method: str, *, synthesized: Any, settings: Mappin
     """
     from bayes_risk.contract import capabilities
 
-    shown = {o.setting: o.usage for o in options}
+    shown = {setting: opt.usage for setting, opt in cli_arguments(options)}
     for name in capabilities(cls).required:
         if name == "synthesized":
             given, usage = bool(synthesized), "--synthesize COL [COL ...]"
@@ -339,7 +382,7 @@ def check_required(cls: type, method: str, *, synthesized: Any, settings: Mappin
                                   code="OPTION_REQUIRED")
 
 
-def check_option_columns(settings: dict[str, Any], options: Sequence[ModelOption],
+def check_option_columns(settings: dict[str, Any], options: Mapping[str, Mapping[str, Any]],
                          schema: Any) -> None:
     """Check the columns that model-specific options name against a table's schema.
 
@@ -348,8 +391,8 @@ def check_option_columns(settings: dict[str, Any], options: Sequence[ModelOption
     settings : dict
         The settings of the options (:func:`model_settings`); an option of columns (metavar
         ``COL``) is replaced by its columns as a list.
-    options : sequence of ModelOption
-        The options that gave them.
+    options : mapping
+        The options that gave them, ``setting -> {"cli": option}`` (:func:`merge_options`).
     schema : Schema
         The table's schema.
 
@@ -359,9 +402,9 @@ def check_option_columns(settings: dict[str, Any], options: Sequence[ModelOption
         A column that is not in ``schema``, naming the option (``UNKNOWN_COLUMN``); a
         specification's ``COL=METHOD`` pairs are checked as ``--method-per-column``.
     """
-    for opt in options:
-        if opt.kwargs.get("metavar") == "COL" and settings.get(opt.setting):
-            settings[opt.setting] = schema.check_columns(list(settings[opt.setting]), opt.flag)
+    for setting, opt in cli_arguments(options):
+        if opt.metavar == "COL" and settings.get(setting):
+            settings[setting] = schema.check_columns(list(settings[setting]), opt.flag)
     pairs = getattr(settings.get("spec"), "method", None)
     if isinstance(pairs, dict):  # else the spec's own check names it `method`
         schema.check_columns(pairs, "--method-per-column")

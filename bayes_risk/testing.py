@@ -607,7 +607,8 @@ def registered_synthesizer(
     target : str
         ``"module:Class"``.
     options : str, optional
-        ``"module:OPTIONS"``: the model's :class:`bayes_risk.registry.ModelOption` tuple.
+        ``"module:OPTIONS"``: the model's options, a tuple of
+        :func:`bayes_risk.registry.ModelOption` entries (or the table of them).
     path : path-like, optional
         A folder to put on ``sys.path`` as well, from which ``module`` imports.
 

@@ -176,6 +176,9 @@ def test_invariants_of_the_repository_counts(sc):
     # one checker of plain argument values (bayes_risk._constraints) and one site of the
     # message "must be a pandas DataFrame" (data.validate.require_frame; issue 87)
     assert counts["total"].specs_check_calls == []
+    # one record of a command-line option (CliOption): the models declare theirs with
+    # cli_option too, ModelOption(...) being a plug-in's constructor of it (issue 87)
+    assert counts["total"].model_option_calls == []
     assert [s.split(":")[0] for s in counts["total"].dataframe_message_sites] == [
         "bayes_risk/data/validate.py"]
     for item in counts["total"].modules_over_600_lines:

@@ -51,7 +51,9 @@ measure_names_in_auditing
     String constants equal to a built-in measure's name (a module of
     ``bayes_risk/auditing/measures/``) in ``bayes_risk/auditing/`` outside that folder.
 cli_option_calls, model_option_calls, arguments_tables, add_argument_calls
-    The option mechanisms: calls of ``cli_option(...)`` and ``ModelOption(...)``, module-level
+    The option mechanisms: calls of ``cli_option(...)`` (the one option record, ``CliOption``)
+    and ``ModelOption(...)`` (a plug-in's constructor of it, kept public: no declaration of the
+    package calls it since the models' options are tables of ``cli_option``), module-level
     names ending in ``_ARGUMENTS``, calls of ``.add_argument(...)``.
 specs_check_calls
     Calls of ``check_int``, ``check_flag`` or ``check_option`` (``bayes_risk._specs``).

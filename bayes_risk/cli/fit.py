@@ -121,8 +121,7 @@ def model_settings(args: argparse.Namespace, cls: type, options: Any, **kw: Any
         "method_per_column": lambda v, flag: parse_one_or_pairs(v, flag, "METHOD", empty=True),
         "predictor_matrix": lambda v, flag: _predictor_matrix(v),
     }
-    given = [(opt, getattr(args, opt.dest)) for opt in options if hasattr(args, opt.dest)]
-    return registry.model_settings(cls, args.method, given, convert=convert, **kw)
+    return registry.model_settings(cls, args.method, options, vars(args), convert=convert, **kw)
 
 
 def _formula(text: str) -> tuple[str, str]:

@@ -45,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
         forest_bytes,
         load_what_the_run_loads,
     )
+    from bayes_risk._specs import cli_arguments
     from bayes_risk.cli._common import run_seed, write_run
     from bayes_risk.cli.options.trees import tree_options
     from bayes_risk.data import SyntheticData, check_m
@@ -66,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
             name for name, val in (("--method", args.method), ("--synthesize", args.synthesize),
                                    ("--records", args.records))
             if val is not None
-        ] + [o.flag for o in tree_options() if hasattr(args, o.dest)]
+        ] + [opt.flag for _, opt in cli_arguments(tree_options())
+             if getattr(args, opt.dest) is not None]
         if given:
             raise ValidationError(f"{', '.join(given)} cannot be used with --model: the saved "
                                   "model already fixes what is synthesized.",

@@ -303,26 +303,26 @@ def test_model_options_match_the_models():
         "procedure": {"A", "B"}, "tie": {"random", "first"},
     }
     options = fit_options()
-    assert {m for o in options for m in o.models} == set(list_synthesizers())
-    for opt in options:
-        assert opt.models and set(opt.models) <= set(list_synthesizers()), opt.flag
-        for name in opt.models:
+    assert {m for o in options.values() for m in o["models"]} == set(list_synthesizers())
+    for setting, meta in options.items():
+        opt, models = meta["cli"], meta["models"]
+        assert models and set(models) <= set(list_synthesizers()), opt.flag
+        for name in models:
             params = setting_names(get_synthesizer(name))
             # a synthpop-style specification's two options make the setting `spec` together
-            assert opt.setting in params or (
-                opt.setting in ("method_per_column", "predictor_matrix") and "spec" in params
+            assert setting in params or (
+                setting in ("method_per_column", "predictor_matrix") and "spec" in params
             ), (opt.flag, name)
-        if "choices" in opt.kwargs:
-            assert set(opt.kwargs["choices"]) == allowed[opt.setting], opt.flag
-    family = next(o for o in options if o.flag == "--family")
-    assert all(f in family.help for f in FAMILIES)
+        if opt.choices is not None:
+            assert set(opt.choices) == allowed[setting], opt.flag
+    assert all(f in options["families"]["cli"].help for f in FAMILIES)
     # the sampler's own options are declared by its spec's fields (Sampling)
     from bayes_risk._sampling_spec import Sampling
     from bayes_risk._specs import cli_fields
 
     declared = {f.name: opt for f, opt in cli_fields(Sampling)}
     assert set(declared["starts"].choices) == allowed["starts"]
-    assert not {o.setting for o in options} & set(declared)
+    assert not set(options) & set(declared)
 
 
 def test_fit_output_is_the_same_without_the_background_imports(tmp_path, csv, monkeypatch):

@@ -220,7 +220,78 @@ def test_the_tree_models_options_are_declared_once():
                                       "--predictor-matrix"}
     for name, options in TREES:
         params = setting_names(get_synthesizer(name))  # the tree options by name (TreeOptions)
-        for opt in options:
-            assert opt.setting in params or (opt.setting in ("method_per_column",
-                                                             "predictor_matrix")
-                                             and "spec" in params), (name, opt.flag)
+        for setting in options:
+            assert setting in params or (setting in ("method_per_column", "predictor_matrix")
+                                         and "spec" in params), (name, setting)
+
+
+def test_a_models_options_are_the_one_option_record():
+    """A model's options are a table {setting: cli_option(...)} (issue 87): ModelOption makes an
+    entry of it, with a plug-in's choices as spelled; the merge of several models' tables gives
+    one option per flag, stored apart from a command's own options, read by argument_values."""
+    from bayes_risk._specs import CliOption, argument_values
+    from bayes_risk.exceptions import BayesRiskWarning, ValidationError
+    from bayes_risk.registry import ModelOption, merge_options
+
+    setting, meta = ModelOption("--mode", "mode", "the mode", {"choices": ["a_b", "c"]})
+    assert setting == "mode" and isinstance(meta["cli"], CliOption)
+    assert meta["cli"].argparse_keywords()["choices"] == ["a_b", "c"]  # as the plug-in spells
+    with pytest.raises(ValidationError, match="'default' not taken") as err:
+        ModelOption("--mode", "mode", "the mode", {"default": 1})
+    assert err.value.code == "INVALID_ARGUMENT"
+
+    mine = dict([(setting, meta), ModelOption("--size", "size", "its size", {"type": int})])
+    theirs = {"mode": {"cli": CliOption("--mode", "how", choices=("c", "d"), dashes=False)},
+              "other": {"cli": CliOption("--size", "clash")},  # --size, another setting
+              "size": {"cli": CliOption("--bulk", "clash")}}  # size, another flag
+    with pytest.warns(BayesRiskWarning) as caught:
+        merged = merge_options([("mine", mine), ("theirs", theirs)])
+    assert [str(w.message) for w in caught] == [
+        "--size of 'theirs' is left out: mine declare(s) it with setting 'size' and other "
+        "keywords.",
+        "--bulk of 'theirs' is left out: mine declare(s) its setting 'size' as --size."]
+    mode = merged["mode"]["cli"]
+    assert (list(merged), merged["mode"]["models"]) == (["mode", "size"], ("mine", "theirs"))
+    assert (mode.choices, mode.help, mode.dest) == (("a_b", "c", "d"), "mine: the mode; theirs: "
+                                                    "how", "model_opt_mode")
+    assert merged["size"]["cli"].usage == "--size VALUE"
+    assert argument_values(merged, {"model_opt_mode": "a_b", "mode": "c",
+                                    "model_opt_size": None}) == {"mode": "a_b"}
+
+
+def test_model_option_values_in_either_spelling():
+    """--donor takes bayes_bootstrap as bayes-bootstrap (the changelog's promise), DPMPM's
+    --synthesis-mode its modes as the model spells them."""
+    from bayes_risk.cli.options.trees import tree_options
+    from bayes_risk.models import DPMPM, CARTSynthesizer
+    from bayes_risk.registry import fit_options, model_settings
+
+    def parsed(command, *options):
+        return vars(build_parser(command).parse_args([command, "x.csv", "--out", "o", *options]))
+
+    for given in ("bayes_bootstrap", "bayes-bootstrap"):
+        assert model_settings(CARTSynthesizer, "cart", tree_options(),
+                              parsed("synthesize", "--donor", given)) == {
+            "donor": "bayes_bootstrap"}
+    assert model_settings(DPMPM, "dpmpm", fit_options(),
+                          parsed("fit", "--synthesis-mode", "conditional_us")) == {
+        "synthesis_mode": "conditional_us"}
+    with pytest.raises(SystemExit):
+        parsed("fit", "--synthesis-mode", "conditional-us")
+
+
+def test_options_that_are_no_table_are_left_out(tmp_path):
+    """An entry point of bayes_risk.fit_options naming something else than a table of options
+    (or a tuple of ModelOption entries) is left out with a warning, the others kept."""
+    from bayes_risk.exceptions import BayesRiskWarning
+    from bayes_risk.registry import fit_options
+    from bayes_risk.testing import registered_synthesizer
+
+    (tmp_path / "bad_options.py").write_text("OPTIONS = {'x': '--x'}\n")
+    with registered_synthesizer("bad-options", "bayes_risk.models:DPMPM", path=tmp_path,
+                                options="bad_options:OPTIONS"):
+        with pytest.warns(BayesRiskWarning, match="'bad-options' .* left out: TypeError: not a "
+                          "table"):
+            options = fit_options()
+    assert "x" not in options and options["n_components"]["models"] == ("dpmpm",
+                                                                         "poisson-mixture")

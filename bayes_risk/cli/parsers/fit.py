@@ -16,7 +16,7 @@ from bayes_risk.cli._common import (
     add_run_arguments,
     add_type_arguments,
 )
-from bayes_risk.cli.parsers import add_spec_options
+from bayes_risk.cli.parsers import add_argument_options, add_spec_options
 
 __all__ = ["add_model_options", "add_parser"]
 
@@ -70,17 +70,15 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def add_model_options(p: argparse.ArgumentParser, options: Any = None,
                       models: str | None = None) -> None:
     """Add the model-specific ``options`` (default: those the registered models declare,
-    :func:`bayes_risk.registry.fit_options`) to the parser ``p``, in a group of their own;
-    ``models``: the models they are of (default: every registered one)."""
-    from bayes_risk.registry import fit_options, list_synthesizers
+    :func:`bayes_risk.registry.fit_options`) to the parser ``p``, in a group of their own, as
+    every table of options is added (``add_argument_options``: the
+    model's messages name the setting, the command line's the option); ``models``: the models
+    they are of (default: every registered one)."""
+    from bayes_risk.registry import MODEL_GROUP, fit_options, list_synthesizers
 
     # wrapped here: a parser with raw descriptions (synthesize, orders) prints it as it is
-    mg = p.add_argument_group("model-specific options", textwrap.fill(
+    p.add_argument_group(MODEL_GROUP, textwrap.fill(
         "Declared by each model (entry-point group bayes_risk.fit_options); an option reaches "
         "any model whose __init__ takes its setting. Registered models (--method): "
         f"{models or ', '.join(list_synthesizers())}.", 78, break_on_hyphens=False))
-    for opt in fit_options() if options is None else options:
-        action = mg.add_argument(opt.flag, dest=opt.dest, default=argparse.SUPPRESS,
-                                 help=opt.help, **opt.kwargs)
-        # the model's messages name the setting; the command line's, the option
-        action.library_names = (opt.setting,)
+    add_argument_options(p, fit_options() if options is None else options)
