@@ -10,7 +10,9 @@ from typing import Any
 
 from bayes_risk.auditing.outcome import StepOutcome
 from bayes_risk.auditing.plan import AuditPlan
+from bayes_risk.auditing.thresholds import threshold_records
 from bayes_risk.auditing.verdict_base import Baseline, Verdict
+from bayes_risk.exceptions import ValidationError
 from bayes_risk.measures import measures
 
 __all__ = ["Baseline", "CAVEATS",  # noqa: F822 - CAVEATS: __getattr__ below
@@ -49,7 +51,27 @@ def verdict_lines(plan: AuditPlan, steps: Sequence[StepOutcome]) -> list[Verdict
     for s in steps:
         by_name.setdefault(s.name, s)
     out: list[Verdict | Baseline] = []
+    sides = {k: t.side for k, t in threshold_records().items()}
     for m in measures():
         if m.verdict is not None and by_name[m.name].status == "ran":
-            out += m.verdict(plan, by_name[m.name])
+            lines = m.verdict(plan, by_name[m.name])
+            for v in lines:
+                _check_threshold(m.name, v, sides)
+            out += lines
     return out
+
+
+def _check_threshold(measure: str, v: Verdict | Baseline, sides: dict[str, str]) -> None:
+    """Refuse a line naming a threshold that no measure declares, or read on the other side
+    of it (a line that could never exceed would pass the verdict silently)."""
+    name = getattr(v, "threshold_name", "")
+    if not name:
+        return
+    if name not in sides:
+        raise ValidationError(f"measure {measure!r}: its line {v.measure!r} names the "
+                              f"threshold {name!r}, which no registered measure declares "
+                              "(Measure.thresholds).", code="MEASURE_BROKEN")
+    if v.direction != sides[name]:
+        raise ValidationError(f"measure {measure!r}: its line {v.measure!r} reads the "
+                              f"threshold {name!r} as {v.direction!r}; the threshold is "
+                              f"declared {sides[name]!r}.", code="MEASURE_BROKEN")

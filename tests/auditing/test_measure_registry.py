@@ -185,6 +185,32 @@ def test_a_bad_threshold_declaration_is_refused(toy):
     assert "mine" not in [m.name for m in measures()]
 
 
+def test_a_line_read_on_the_wrong_side_of_its_threshold_is_refused(toy, data):
+    """A line naming its threshold must read it as declared: "min" on a "max" threshold
+    would pass every release the line should stop."""
+    from dataclasses import replace
+
+    def flipped(plan, outcome):
+        return [replace(line, direction="min") for line in toy.exact_copies_lines(plan, outcome)]
+
+    def unknown(plan, outcome):
+        return [replace(line, threshold_name="copied") for line in
+                toy.exact_copies_lines(plan, outcome)]
+
+    orig, syn = data
+    for builder, words in ((flipped, "reads the threshold 'copied_share' as 'min'"),
+                           (unknown, "names the threshold 'copied', which no registered")):
+        register(replace(toy.MEASURE, verdict=builder))
+        try:
+            res = br.audit(orig, syn, known=KNOWN, random_seed=1, progressbar=False,
+                           settings=br.AuditSettings(skip=BUILTIN))
+            with pytest.raises(ValidationError, match=words) as info:
+                res.verdicts  # noqa: B018 - read when asked, as the report reads them
+            assert info.value.code == "MEASURE_BROKEN"
+        finally:
+            unregister("exact_copies")
+
+
 def test_the_example_command_prints_the_measure(toy, data, tmp_path, capsys):
     orig, syn = data
     orig.to_csv(tmp_path / "o.csv", index=False)
