@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -195,10 +195,18 @@ class CARTSynthesizer(TreeSynthesizer):
                 code="MODEL_UNSUITED")
         return CARTPlugin(self, original, random_seed=random_seed)
 
-    @staticmethod
-    def restore_state(obj: Any, meta: dict[str, Any], arrays: Any, data: pd.DataFrame) -> None:
-        _io.restore_cart(obj, meta, arrays, data)
-        obj._set_state()  # the state the fitted attributes read back make
+    def restore_state(self, state: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> None:
+        st = _io.restore_cart(state, arrays, self.schema_, self._data, self._index)
+        self.fit_call_ = state["fit_call"]
+        self.n_records_ = int(state["n_records"])
+        # the fitted attributes are the state's fields, as fit sets them
+        self.visit_sequence_, self.predictors_ = list(st.visit_sequence), dict(st.predictors)
+        self.trees_, self.regressions_ = dict(st.trees), dict(st.regressions)
+        self.missing_, self.missing_trees_ = dict(st.missing), dict(st.missing_trees)
+        self.records_, self._values = st.table.records, st.table.values
+        self.smoothed_, self.bandwidth_ = list(st.leaf_draw.smoothed), st.leaf_draw.bandwidth
+        self._integer, self._decimals = st.leaf_draw.integer, st.leaf_draw.decimals
+        self.state_ = st
 
     def route(self, records: pd.DataFrame, column: str,
               random_seed: RandomSeed = None) -> tuple[np.ndarray, np.ndarray]:

@@ -14,6 +14,7 @@ from sklearn.base import clone
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import NotFittedError
 from bayes_risk.models import load_model
+from bayes_risk.models.dp_multinomial import DPMultinomial, DPMultinomialState
 from bayes_risk.models.dpmpm.dpmpm import DPMPM
 from bayes_risk.models.dpmpm.state import DPMPMState
 from bayes_risk.models.poisson.poisson_mixture import PoissonMixture
@@ -24,12 +25,17 @@ from bayes_risk.models.seqreg.seqreg import SequentialRegression
 from bayes_risk.models.seqreg.state import SeqRegState
 from bayes_risk.models.trees.cart import CARTSynthesizer
 from bayes_risk.models.trees.cart_state import CARTState
+from bayes_risk.models.trees.pmm import SmallCellPMMSynthesizer
+from bayes_risk.models.trees.random_forest import RandomForestSynthesizer
+from bayes_risk.models.trees.state import ForestState, PMMState
 
 pytestmark = pytest.mark.filterwarnings("ignore::bayes_risk.exceptions.ConvergenceWarning")
 
 FAMILIES = [(DPMPM, DPMPMState), (PoissonMixture, PoissonState),
             (SequentialRegression, SeqRegState), (PyMCSynthesizer, PyMCState),
-            (CARTSynthesizer, CARTState)]
+            (DPMultinomial, DPMultinomialState),
+            (CARTSynthesizer, CARTState), (RandomForestSynthesizer, ForestState),
+            (SmallCellPMMSynthesizer, PMMState)]
 
 
 @pytest.mark.parametrize(("model", "state"), FAMILIES, ids=lambda x: x.__name__)
