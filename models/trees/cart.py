@@ -196,10 +196,13 @@ class CARTSynthesizer(TreeSynthesizer):
         return CARTPlugin(self, original, random_seed=random_seed)
 
     def restore_state(self, state: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> None:
-        st = _io.restore_cart(state, arrays, self.schema_, self._data, self._index)
         self.fit_call_ = state["fit_call"]
         self.n_records_ = int(state["n_records"])
-        # the fitted attributes are the state's fields, as fit sets them
+        self._use_state(_io.restore_cart(state, arrays, self.schema_, self._data, self._index))
+
+    def _use_state(self, st: CARTState) -> None:
+        """Keep the fitted state ``st`` (of ``load``), its fields as the fitted attributes of
+        the same names (those ``fit`` sets, and ``_set_state`` reads)."""
         self.visit_sequence_, self.predictors_ = list(st.visit_sequence), dict(st.predictors)
         self.trees_, self.regressions_ = dict(st.trees), dict(st.regressions)
         self.missing_, self.missing_trees_ = dict(st.missing), dict(st.missing_trees)

@@ -573,7 +573,6 @@ class RandomForestSynthesizer(TreeSynthesizer):
         return RFPlugin(self, original)
 
     def persisted_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        check_is_fitted(self, "state_", method="save")
         return forest_state(self.state_, self.fit_call_)
 
     def restore_state(self, state: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> None:
