@@ -273,7 +273,11 @@ class DPMultinomial(BayesianSynthesizer):
 
     def restore_state(self, state: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> None:
         super().restore_state(state, arrays)
-        self.alpha_ = float(state["alpha"])
+        alpha = float(state["alpha"])
+        if not (math.isfinite(alpha) and alpha > 0):  # the ε the release records rests on it
+            raise ValueError(f"model.json's state field 'alpha' is {alpha}, not a prior count "
+                             "> 0")
+        self.alpha_ = alpha
         self.exact_draws_ = bool(state.get("exact_draws", False))
 
     def adopt(self, posterior: xr.DataTree, schema: Schema, n_records: int, *,

@@ -262,14 +262,13 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         return self
 
     def _use_state(self, st: PMMState) -> None:
-        """Keep the fitted state ``st`` (of ``fit`` or ``load``), its fields as the fitted
-        attributes of the same names."""
+        """Keep the fitted state ``st`` (of ``fit`` or ``load``), its public fields as the
+        fitted attributes of the same names (the constraints are read from it)."""
         self.state_ = st
         self.identifying_, self.synthesize_ = st.identifying, st.synthesize
         self.predictors_, self.recipients_ = st.predictors, st.recipients
         self.sensitive_cells_ = st.sensitive_cells
         self.min_cell_count_before_ = st.min_cell_count_before
-        self._constraints_ = st.constraints
 
     def _constraints(self, syn: list[str]) -> dict[str, list[Constraint]]:
         c = self.constraints
@@ -461,13 +460,12 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
             donor_vals = self._data[col].iloc[don].to_numpy()
             uniq = pd.unique(donor_vals)
             new = []
+            rules = self.state_.constraints[col]
             for i in rec:
                 allowed = None
-                if self._constraints_[col]:
+                if rules:
                     row = z.iloc[i]
-                    ok_val = {
-                        _key(v): all(bool(f(row, v)) for f in self._constraints_[col]) for v in uniq
-                    }
+                    ok_val = {_key(v): all(bool(f(row, v)) for f in rules) for v in uniq}
                     allowed = np.array([ok_val[_key(v)] for v in donor_vals])
                 j, _ = match_donor(pred[i], pred[don], allowed=allowed, tie=self.tie, rng=rng)
                 if j < 0:
@@ -482,7 +480,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         return z, sorted(unmatched)
 
     def persisted_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        if any(self._constraints_.values()):
+        if any(self.state_.constraints.values()):
             raise ValidationError(
                 "constraints: a synthesizer with constraints cannot be saved (they are Python "
                 "callables, and a saved model holds no code); expected constraints=None. Keep "
@@ -497,8 +495,9 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         ivs = list(state["identifying"])
         syn = list(state["synthesized"])
         if not set(ivs) <= set(self.schema_.names) or not set(syn) <= set(ivs):
-            raise ValueError(f"model.json's identifying variables {ivs} or synthesized ones "
-                             f"{syn} are not columns of the schema")
+            raise ValueError(f"model.json's state: the identifying variables {ivs} are not "
+                             f"all columns of the schema, or the synthesized {syn} not all "
+                             "among them")
         recipients = saved_array(arrays, "recipients", "b", (len(data),))
         self._use_state(PMMState(
             schema=self.schema_, identifying=ivs, synthesize=syn,

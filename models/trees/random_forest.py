@@ -244,17 +244,15 @@ class RandomForestSynthesizer(TreeSynthesizer):
         return self
 
     def _use_state(self, st: ForestState) -> None:
-        """Keep the fitted state ``st`` (of ``fit`` or ``load``), its fields as the fitted
-        attributes of the same names."""
+        """Keep the fitted state ``st`` (of ``fit`` or ``load``), its public fields as the
+        fitted attributes of the same names (the leaf tables, in-bag matrices and encoded table
+        are read from it)."""
         self.state_ = st
         self.visit_sequence_, self.predictors_ = list(st.visit_sequence), st.predictors
         self.missing_, self.forests_, self.records_ = st.missing, st.forests, st.records
         self.n_trees_ = st.n_trees
         self.groups_, self.group_forests_ = st.groups.by, st.groups.forests
         self.group_sizes_, self.group_fallback_ = st.groups.sizes, st.groups.fallback
-        self._group_tables, self._group_inbag = st.groups.tables, st.groups.inbag
-        self._group_tpos = st.groups.positions
-        self._tables, self._inbag_, self._values = st.tables, st.inbag, st.table.values
 
     def _smoothed(self, schema: Schema, cols: Sequence[str]) -> list[str]:
         """The numeric columns drawn from smoothed leaves (the ``smoothing`` setting, checked)."""
@@ -422,9 +420,11 @@ class RandomForestSynthesizer(TreeSynthesizer):
                    else "predict_proba is for categorical columns (use predict_distribution)."),
                 code="WRONG_DTYPE")
         if group is not None and group in self.group_forests_.get(column, {}):
-            return (self.group_forests_[column][group], self._group_tables[column][group],
-                    self._group_inbag[column].get(group))
-        return self.forests_[column], self._tables[column], self._inbag_.get(column)
+            g = self.state_.groups
+            return (g.forests[column][group], g.tables[column][group],
+                    g.inbag[column].get(group))
+        st = self.state_
+        return st.forests[column], st.tables[column], st.inbag.get(column)
 
     @staticmethod
     def _valid_trees(ib: np.ndarray, train_index: np.ndarray) -> np.ndarray:
@@ -468,7 +468,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
 
     def _synthesize_one(self, rng: np.random.Generator, cache: dict,
                         point: dict[str, list[int]] | None = None) -> pd.DataFrame:
-        cur = {c: v.copy() for c, v in self._values.items()}
+        cur = {c: v.copy() for c, v in self.state_.table.values.items()}
         done: list[str] = []
         for col in self.visit_sequence_:
             sel = np.flatnonzero(self.records_[col])
@@ -510,7 +510,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
         out = []
         for code in np.unique(gcur):
             rows = np.flatnonzero(gcur == code)
-            tpos = self._group_tpos[col].get(int(code))
+            tpos = self.state_.groups.positions[col].get(int(code))
             out.append((int(code), rows, tpos[rows] if tpos is not None else rows))
         return out
 
@@ -559,7 +559,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
         from bayes_risk._numeric import decimals_of
         from bayes_risk.models.trees.cart_fit import data_resolution
 
-        y = self._values[col][self.records_[col]]
+        y = self.state_.table.values[col][self.records_[col]]
         dt = self._data[col].dtype
         return {"resolution": data_resolution(y), "decimals": decimals_of(y),
                 "integer": self.schema_[col].type == "count"
