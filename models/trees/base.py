@@ -200,11 +200,13 @@ class TreeSynthesizer(BaseSynthesizer):
             params["random_seed"] = seed_to_json(params["random_seed"])
         return params
 
-    def _keep_fitted_table(self, data: pd.DataFrame, schema: Schema) -> None:
-        """Keep the fitted table and its fingerprint."""
+    def _keep_fitted_table(self, data: pd.DataFrame, schema: Schema
+                           ) -> tuple[pd.Index, pd.DataFrame]:
+        """Keep the fitted table and its fingerprint; its index and the table, index reset."""
         self.original_fingerprint_ = fingerprint_record(data, schema)
         self._index = data.index
         self._data = data.reset_index(drop=True)
+        return self._index, self._data
 
     def _streams(self, m: int, random_seed: RandomSeed) -> tuple[int, RandomSeed, list]:
         """Checked ``m``, the seed of ``synthesize`` and one child stream per dataset."""
