@@ -152,7 +152,8 @@ class CARTSynthesizer(TreeSynthesizer):
         return self._make_release([o[0] for o in out], random_seed, self.records_, extra,
                                   proper=self.donor == "bayes_bootstrap")
 
-    persisted_state = _io.cart_state
+    def persisted_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        return _io.cart_state(self.state_, self.fit_call_, self.n_records_)
 
     def plugin_likelihood(self, original: pd.DataFrame, *, random_seed: RandomSeed = None) -> Any:
         """The plug-in likelihood for attribute risk (:class:`~bayes_risk.models.CARTPlugin`)

@@ -26,9 +26,10 @@ from bayes_risk.models.trees.spec_forest import ForestColumn
 __all__ = ["cart_state", "restore_cart"]
 
 
-def cart_state(model: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """The fitted state of a CART synthesizer as JSON-ready settings and named arrays."""
-    state: CARTState = model.state_
+def cart_state(state: CARTState, fit_call: Mapping[str, Any], n_records: int
+               ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """The fitted state of a CART synthesizer (and its ``fit_call_`` and ``n_records_``) as
+    JSON-ready fields and named arrays."""
     arrays: dict[str, np.ndarray] = {"records": np.asarray(state.table.records, dtype=bool)}
     trees = []
     for k, col in enumerate(state.visit_sequence):
@@ -50,11 +51,11 @@ def cart_state(model: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         "visit_sequence": list(state.visit_sequence),
         "predictors": {c: list(v) for c, v in state.predictors.items()},
         "trees": trees,
-        "fit_call": model.fit_call_,
+        "fit_call": fit_call,
         "smoothed": list(state.leaf_draw.smoothed),
         "decimals": dict(state.leaf_draw.decimals),
         "integer": {c: bool(v) for c, v in state.leaf_draw.integer.items()},
-        "n_records": int(model.n_records_),
+        "n_records": int(n_records),
         # columns a spec draws by regression (absent otherwise: older folders are unchanged)
         **({"regressions": {c: r.method for c, r in state.regressions.items()}}
            if state.regressions else {}),
