@@ -76,3 +76,38 @@ def test_state_set_by_from_posterior_load_and_dropped_by_clone(tmp_path):
     # scikit-learn's clone keeps the settings, not the fitted attributes
     with pytest.raises(NotFittedError):
         _ = clone(m).state_
+
+
+@pytest.mark.parametrize("model", [f[0] for f in FAMILIES], ids=lambda x: x.__name__)
+def test_every_family_follows_one_persistence_protocol(model):
+    import inspect
+
+    # instance methods of the same parameters, not a static restore of another shape
+    assert list(inspect.signature(model.restore_state).parameters) == ["self", "state", "arrays"]
+    assert not isinstance(inspect.getattr_static(model, "restore_state"), staticmethod)
+    assert list(inspect.signature(model.persisted_state).parameters) == ["self"]
+
+
+def test_a_bayesian_familys_arrays_are_saved_and_read_back_checked(tmp_path):
+    from bayes_risk.exceptions import ValidationError
+    from bayes_risk.models import DPMultinomial, Sampling
+    from bayes_risk.models.persistence import saved_array
+
+    class WithArrays(DPMultinomial):
+        def persisted_state(self):
+            state, arrays = super().persisted_state()
+            return state, {**arrays, "counts": np.arange(4)}
+
+        def restore_state(self, state, arrays):
+            super().restore_state(state, arrays)
+            self.counts_back_ = saved_array(arrays, "counts", "iu", (4,))
+
+    df = pd.DataFrame({"a": pd.Categorical(["x", "y", "x", "y"]),
+                       "b": pd.Categorical(["u", "u", "v", "v"])})
+    model = WithArrays(alpha=1.0, sampling=Sampling(draws=10, chains=1), random_seed=1).fit(df)
+    folder = model.save(tmp_path / "m")
+    assert (folder / "arrays.npz").is_file()
+    np.testing.assert_array_equal(WithArrays.load(folder).counts_back_, np.arange(4))
+    np.savez(folder / "arrays.npz", counts=np.zeros(4))  # changed: its checksum refuses it
+    with pytest.raises(ValidationError, match="damaged"):
+        WithArrays.load(folder)
