@@ -144,6 +144,19 @@ class BaseSynthesizer(metaclass=ABCMeta):
             params["random_seed"] = seed_to_json(params["random_seed"])
         return params
 
+    def saved_settings(self) -> dict[str, Any]:
+        """The settings ``model.json`` holds, JSON-ready: :meth:`release_settings`, which a
+        family extends with what its settings need written out (DPMPM's structural zeros, the
+        PyMC model function's path); a part of the persistence protocol.
+
+        Returns
+        -------
+        dict
+        """
+        from bayes_risk._io import to_jsonable
+
+        return to_jsonable(self.release_settings())
+
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> BaseSynthesizer:
         """A new model from its settings as a saved model, a release's manifest or the command

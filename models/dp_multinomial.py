@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -30,6 +31,7 @@ from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.exceptions import NotSupportedError, SchemaError, ValidationError, arg_name
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models._bayesian.posterior import PosteriorDims, PosteriorVariable
+from bayes_risk.models.base import FittedAttribute
 from bayes_risk.models.dpmpm.coding import decode_column, encode, encode_dataset
 from bayes_risk.privacy import (
     EXTRA_FIELD,
@@ -41,11 +43,36 @@ from bayes_risk.privacy import (
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
 
-__all__ = ["DPMultinomial"]
+__all__ = ["DPMultinomial", "DPMultinomialState"]
 
 #: the most values of θ held at once (cells × draws): 400 MB of float64
 MAX_THETA_VALUES = 50_000_000
 _SETTINGS = {name: [Interval(float, 0, closed="neither"), None] for name in ("epsilon", "alpha")}
+
+
+@dataclass(frozen=True, eq=False)
+class DPMultinomialState:
+    """The fitted state of a :class:`~bayes_risk.models.DPMultinomial`: what its synthesis and
+    likelihoods read.
+
+    Attributes
+    ----------
+    schema : Schema
+    log_theta : ndarray (H, K)
+        The draws of the log cell probabilities, chain-major.
+    cdf : ndarray (H, K)
+        Their cumulative probabilities (a record's cell drawn by inverse CDF).
+    alpha : float
+        The prior count per cell.
+    exact_draws : bool
+        Whether the draws are the model's own exact ones (adopted draws are not).
+    """
+
+    schema: Schema
+    log_theta: np.ndarray
+    cdf: np.ndarray
+    alpha: float
+    exact_draws: bool
 
 
 class DPMultinomial(BayesianSynthesizer):
@@ -77,6 +104,10 @@ class DPMultinomial(BayesianSynthesizer):
         Cell counts of the confidential table.
     posterior_ : xarray.DataTree
         The draws of ``θ`` (group ``posterior``, variable ``log_theta``, dims chain, draw, cell).
+    state_ : ~bayes_risk.models.dp_multinomial.DPMultinomialState
+        The fitted state (frozen) its synthesis and likelihoods read; set by :meth:`fit`,
+        ``load`` and ``from_posterior``; reading it before raises
+        :class:`~bayes_risk.exceptions.NotFittedError`.
 
     Notes
     -----
@@ -93,6 +124,9 @@ class DPMultinomial(BayesianSynthesizer):
     """
 
     method_name: ClassVar[str] = "dp-multinomial"
+    state_ = FittedAttribute(
+        "The fitted :class:`~bayes_risk.models.dp_multinomial.DPMultinomialState` (set by "
+        "``fit``).")
     #: every dataset spends ε again: one by default
     default_m: int = 1
     info = ModelInfo(categorical_only=True)
@@ -214,7 +248,7 @@ class DPMultinomial(BayesianSynthesizer):
                                    as_generator(random_seed))
         new = type(self)(**self.get_params(deep=False))
         return new.adopt(_tree(log_theta, counts), self.schema_, self.n_records, data=None,
-                         flags=None, state=self.persisted_state())
+                         flags=None, state=self.persisted_state()[0])
 
     def _posterior_dims(self, posterior: xr.DataTree | None, schema: Schema,
                         data: pd.DataFrame | None = None) -> PosteriorDims:
@@ -222,32 +256,41 @@ class DPMultinomial(BayesianSynthesizer):
                              about={"cell": "the product of the columns' levels"})
 
     def _after_posterior(self) -> None:
-        self._log_theta = self._stacked("log_theta")
-        self._cdf = np.cumsum(np.exp(self._log_theta), axis=1)
+        log_theta = self._stacked("log_theta")
+        self.state_ = DPMultinomialState(
+            schema=self.schema_, log_theta=log_theta, cdf=np.cumsum(np.exp(log_theta), axis=1),
+            alpha=float(self.alpha_), exact_draws=bool(getattr(self, "exact_draws_", False)))
 
     def convergence_quantities(self) -> dict[str, np.ndarray]:
         return {}  # exact draws: nothing to diagnose
 
-    def persisted_state(self) -> dict[str, Any]:
+    def persisted_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         # α as the fit resolved it (from ε and n), and whether the draws are this model's own
         # exact ones (the guarantee rests on them; adopted draws are not)
-        return {**super().persisted_state(), "alpha": float(self.alpha_),
-                "exact_draws": bool(getattr(self, "exact_draws_", False))}
+        state, arrays = super().persisted_state()
+        return {**state, "alpha": float(self.alpha_),
+                "exact_draws": bool(getattr(self, "exact_draws_", False))}, arrays
 
-    def restore_state(self, state: Mapping[str, Any]) -> None:
-        super().restore_state(state)
-        self.alpha_ = float(state["alpha"])
+    def restore_state(self, state: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> None:
+        super().restore_state(state, arrays)
+        alpha = float(state["alpha"])
+        if not (math.isfinite(alpha) and alpha > 0):  # the ε the release records rests on it
+            raise ValueError(f"model.json's state field 'alpha' is {alpha}, not a prior count "
+                             "> 0")
+        self.alpha_ = alpha
         self.exact_draws_ = bool(state.get("exact_draws", False))
 
     def adopt(self, posterior: xr.DataTree, schema: Schema, n_records: int, *,
               data: pd.DataFrame | None, flags: np.ndarray | None,
-              state: Mapping[str, Any] | None = None) -> DPMultinomial:
+              state: Mapping[str, Any] | None = None,
+              arrays: Mapping[str, np.ndarray] | None = None) -> DPMultinomial:
         if state is None:  # draws made elsewhere (from_posterior): their α is the setting's
             self._check_settings()
             self.alpha_ = (float(self.alpha) if self.alpha is not None
                            else dirichlet_alpha(epsilon=self.epsilon, n_records=int(n_records)))
             self.exact_draws_ = False
-        return super().adopt(posterior, schema, n_records, data=data, flags=flags, state=state)
+        return super().adopt(posterior, schema, n_records, data=data, flags=flags, state=state,
+                             arrays=arrays)
 
     # ---------------------------------------------------------------------------- privacy
     @property
@@ -274,7 +317,7 @@ class DPMultinomial(BayesianSynthesizer):
 
     def _synthesize_one(self, draw: int, rng: np.random.Generator, data: pd.DataFrame | None
                         ) -> pd.DataFrame:
-        cdf = self._cdf[draw]
+        cdf = self.state_.cdf[draw]
         cells = np.minimum(np.searchsorted(cdf, rng.random(self.n_records) * cdf[-1],
                                            side="right"), cdf.size - 1)
         codes = np.unravel_index(cells, _shape(self.schema_))
@@ -302,7 +345,7 @@ class DPMultinomial(BayesianSynthesizer):
         saw)."""
         self._check_fitted("record_loglik")
         cells = self._cells(records, "records")
-        out = self._log_theta[self._draw_indices(draw_indices)][:, np.maximum(cells, 0)]
+        out = self.state_.log_theta[self._draw_indices(draw_indices)][:, np.maximum(cells, 0)]
         out[:, cells < 0] = -np.inf
         return np.ascontiguousarray(out)
 
@@ -312,7 +355,7 @@ class DPMultinomial(BayesianSynthesizer):
         self._check_fitted("dataset_loglik")
         frames = ([synthetic] if isinstance(synthetic, pd.DataFrame)
                   else list(getattr(synthetic, "datasets", synthetic)))
-        logt = self._log_theta[self._draw_indices(draw_indices)]
+        logt = self.state_.log_theta[self._draw_indices(draw_indices)]
         out = np.empty((logt.shape[0], len(frames)))
         for l, z in enumerate(frames):
             cells = self._cells(z, f"synthetic dataset {l + 1}")

@@ -10,15 +10,18 @@ beside its path and renamed over it, ``model.json`` last; it is read only after 
 checksums are checked. A family declares what it stores (its ``model.json`` fields and files,
 a :class:`Layout`); this module writes, checks and reads them.
 
-What this module asks of a model (its persistence protocol, public methods):
+What this module asks of a model, one protocol for every family (public methods):
 
-- every family: ``release_settings()``, the flat settings that ``from_settings`` reads back;
-- the Bayesian models (``BayesianSynthesizer``): ``saved_settings()`` (JSON-ready, what
-  ``model.json`` holds), ``persisted_state()`` (the JSON-ready fitted state beside the draws),
-  ``restore_state(state)`` and ``adopt(posterior, schema, n_records, data=, flags=, state=)``,
-  which fits a new instance to read draws;
-- the tree synthesizers (``TreeSynthesizer``): ``persisted_state()`` (JSON-ready state and named
-  arrays) and ``restore_state(obj, meta, arrays, data)``.
+- ``saved_settings()``: the JSON-ready settings ``model.json`` holds, which ``from_settings``
+  reads back (``release_settings()`` with what a family's settings need written out);
+- ``persisted_state()``: the fitted state as ``(state, arrays)``, its JSON-ready fields
+  (``model.json``'s ``state``) and its named arrays (``arrays.npz``, each checked on loading by
+  :func:`saved_array`); the Bayesian models' draws travel in ``posterior.nc`` besides;
+- ``restore_state(state, arrays)``: the same on a new instance of ``from_settings``, whose
+  schema (and, for the trees, fitted table) are set; a field that does not fit the others is a
+  ``ValueError``, reported as a damaged folder (``MODEL_DAMAGED``) naming the folder, the file
+  and the field. The Bayesian models call it from ``adopt(posterior, schema, n_records, data=,
+  flags=, state=, arrays=)``, which fits a new instance to read draws.
 """
 
 from __future__ import annotations
@@ -42,8 +45,8 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "ARRAYS_FILE", "BAYESIAN", "CONVERGENCE_FILE", "DATA_FILE", "FORMAT_VERSION", "Layout",
     "POSTERIOR_FILE", "SETTINGS_FILE", "TREES", "damaged_on_error", "load_bayesian",
-    "load_trees", "read_model_meta", "save_bayesian", "save_trees", "verify_model_folder",
-    "warm_up_writer", "write_folder", "write_model_json",
+    "load_trees", "read_model_meta", "read_state", "save_bayesian", "save_trees", "saved_array",
+    "state_fields", "verify_model_folder", "warm_up_writer", "write_folder", "write_model_json",
 ]
 
 SETTINGS_FILE = "model.json"
@@ -258,6 +261,81 @@ def verify_model_folder(p: Path, meta: dict[str, Any], *, required: Sequence[str
             skip_file_prefixes=CALLER)
 
 
+#: the dtype kinds ``saved_array`` names in its error
+_KINDS = {"b": "booleans", "i": "integers", "u": "integers", "f": "floats"}
+
+
+def saved_array(arrays: Mapping[str, np.ndarray], name: str, kind: str,
+                shape: tuple[int | None, ...] | None = None) -> np.ndarray:
+    """The array ``name`` of a saved fitted state, checked as PyMC's ``sampling_state`` setter
+    checks a state it is given: present, of dtype kind ``kind`` (numpy's letters: ``"b"``,
+    ``"iu"``, ``"f"``, ``"fiu"`` ...) and, where given, of ``shape`` (``None``: any size).
+
+    Parameters
+    ----------
+    arrays : mapping of str to ndarray
+        The saved arrays (``arrays.npz``).
+    name : str
+        The field.
+    kind : str
+        The dtype kinds accepted.
+    shape : tuple, optional
+        The shape (a ``None`` entry: any size on that axis).
+
+    Returns
+    -------
+    ndarray
+        The array, as stored (its dtype unchanged: the numbers are read back as written).
+
+    Raises
+    ------
+    ValueError
+        Naming the file and the field; reported as ``MODEL_DAMAGED`` by the loader.
+    """
+    if name not in arrays:
+        raise ValueError(f"{ARRAYS_FILE} has no field {name!r}")
+    a = np.asarray(arrays[name])
+    if a.dtype.kind not in kind:
+        want = " or ".join(dict.fromkeys(_KINDS[k] for k in kind))
+        raise ValueError(f"{ARRAYS_FILE} field {name!r} holds {a.dtype} values, not {want}")
+    if shape is not None and (a.ndim != len(shape) or any(
+            w is not None and n != w for n, w in zip(a.shape, shape, strict=True))):
+        want_shape = tuple("any" if w is None else w for w in shape)
+        raise ValueError(f"{ARRAYS_FILE} field {name!r} has shape {a.shape}, not {want_shape}")
+    return a
+
+
+def state_fields(model: Any) -> tuple[dict[str, Any], dict[str, Callable[[Path], None]]]:
+    """A fitted model's ``persisted_state()`` as its ``model.json`` fields (``state``, and
+    ``arrays_file`` when it has arrays) and the writer of ``arrays.npz``."""
+    from bayes_risk._io import to_jsonable
+
+    state, arrays = model.persisted_state()
+    for k, a in arrays.items():
+        if np.asarray(a).dtype == object:  # pragma: no cover - guarded by the families
+            raise ValidationError(
+                f"array {k!r} has dtype object; it cannot be saved without pickle.",
+                code="MODEL_NOT_SAVABLE")
+    fields: dict[str, Any] = {"arrays_file": ARRAYS_FILE} if arrays else {}
+    files: dict[str, Callable[[Path], None]] = {ARRAYS_FILE: lambda f: np.savez(
+        f, **{k: np.asarray(v) for k, v in arrays.items()})} if arrays else {}
+    return {**fields, "state": to_jsonable(state)}, files
+
+
+def read_state(p: Path, meta: dict[str, Any]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """The ``(state, arrays)`` that :func:`state_fields` wrote in folder ``p`` (``meta``: its
+    ``model.json``), for the model's ``restore_state``."""
+    state = meta.get("state") or {}
+    if not isinstance(state, dict):
+        raise damaged_folder(p, f"{SETTINGS_FILE}'s field 'state' is not an object")
+    arrays: dict[str, np.ndarray] = {}
+    if meta.get("arrays_file") is not None:
+        with damaged_on_error(p, f"{ARRAYS_FILE} cannot be read"), \
+                np.load(p / ARRAYS_FILE, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    return state, arrays
+
+
 # ------------------------------------------------------------------ the Bayesian models' files
 def warm_up_writer() -> None:
     """Write a one-value DataTree to memory: the one-off costs of xarray's first NetCDF write,
@@ -285,12 +363,13 @@ def save_bayesian(model: Any, path: str | os.PathLike[str]) -> Path:
     """Write a fitted Bayesian model's folder: ``posterior.nc`` (its draws, with the group
     ``label_invariant`` that ArviZ reads), ``data.parquet`` when synthesis copies records,
     ``convergence.json`` and ``model.json`` (see :meth:`BayesianSynthesizer.save`)."""
-    from bayes_risk._io import to_jsonable, write_json
+    from bayes_risk._io import write_json
     from bayes_risk._lazy import lean_xarray
     from bayes_risk.data.provenance import model_id
     from bayes_risk.models._bayesian.convergence_report import label_invariant
 
     flags, data = model.synthesized_records_, model.data_
+    state, state_files = state_fields(model)
     fields = {
         "settings": model.saved_settings(),
         "schema": model.schema_.to_dict(),
@@ -301,7 +380,7 @@ def save_bayesian(model: Any, path: str | os.PathLike[str]) -> Path:
         [int(i) for i in np.flatnonzero(flags)],
         "data_file": DATA_FILE if data is not None else None,
         "confidential": data is not None,
-        "state": to_jsonable(model.persisted_state()),
+        **state,
         # a hash of the encoded fitted table (never the data): checks the original later
         "data_fingerprint": getattr(model, "data_fingerprint_", None),
         "imputed_columns": getattr(model, "imputed_columns_", None),
@@ -312,7 +391,8 @@ def save_bayesian(model: Any, path: str | os.PathLike[str]) -> Path:
     label_invariant(model)  # the diagnosed quantities travel with the draws
     lean_xarray()  # the NetCDF write without dask's import (issue 69)
     files: dict[str, Callable[[Path], None]] = {
-        POSTERIOR_FILE: lambda f: model.posterior_.to_netcdf(f, engine="h5netcdf")}
+        POSTERIOR_FILE: lambda f: model.posterior_.to_netcdf(f, engine="h5netcdf"),
+        **state_files}
     if data is not None:
         files[DATA_FILE] = lambda f: data.to_parquet(f, index=False)
     files[CONVERGENCE_FILE] = lambda f: write_json(f, model.convergence_summary())
@@ -331,8 +411,8 @@ def load_bayesian(cls: type, path: str | os.PathLike[str],
 
     from bayes_risk.data.schema import Schema
 
-    p, meta = open_folder(cls, path, BAYESIAN, lambda meta: [POSTERIOR_FILE] + (
-        [meta["data_file"]] if isinstance(meta.get("data_file"), str) else []))
+    p, meta = open_folder(cls, path, BAYESIAN, lambda meta: [POSTERIOR_FILE] + [
+        meta[k] for k in ("data_file", "arrays_file") if isinstance(meta.get(k), str)])
     # JSON has no tuples: sequence settings come back as tuples (as the defaults are)
     settings = meta.get("settings", {})
     if not isinstance(settings, dict):
@@ -341,6 +421,7 @@ def load_bayesian(cls: type, path: str | os.PathLike[str],
     if approve is not None:
         settings = approve(p, settings)
     posterior = read_posterior(p)
+    state, arrays = read_state(p, meta)
     # a folder without checksums (an older bayes-risk) whose model.json was edited
     with damaged_on_error(p, f"{SETTINGS_FILE} does not describe a fitted {cls.__name__}"):
         data = pd.read_parquet(p / meta["data_file"]) if meta.get("data_file") else None
@@ -350,7 +431,7 @@ def load_bayesian(cls: type, path: str | os.PathLike[str],
             flags[np.asarray(meta["synthesized_records"], dtype=np.int64)] = True
         obj = cls.from_settings(settings).adopt(
             posterior, Schema.from_dict(meta["schema"]), int(meta["n_records"]), data=data,
-            flags=flags, state=meta.get("state") or {})
+            flags=flags, state=state, arrays=arrays)
     imputed = meta.get("imputed_columns")
     if isinstance(imputed, list):  # a model saved before it was recorded keeps its own
         obj.imputed_columns_ = [str(c) for c in imputed if c in obj.schema_.names]
@@ -361,27 +442,21 @@ def load_bayesian(cls: type, path: str | os.PathLike[str],
 
 
 # ------------------------------------------------------------------- the tree synthesizers'
-def save_trees(model: Any, path: str | os.PathLike[str], *, state: Mapping[str, Any],
-               arrays: Mapping[str, np.ndarray], data: pd.DataFrame) -> Path:
-    """Write a fitted tree synthesizer's folder: its settings and JSON-ready ``state`` in
-    ``model.json``, the numeric ``arrays`` (``arrays.npz``) and the fitted table ``data``
-    (``data.parquet``) — see :meth:`TreeSynthesizer.save`."""
+def save_trees(model: Any, path: str | os.PathLike[str], *, data: pd.DataFrame) -> Path:
+    """Write a fitted tree synthesizer's folder: its settings and fitted state
+    (``persisted_state()``: ``model.json``'s ``state`` and ``arrays.npz``) and the fitted table
+    ``data`` (``data.parquet``) — see :meth:`TreeSynthesizer.save`."""
     from bayes_risk._io import to_jsonable
     from bayes_risk.data.provenance import model_id
 
-    for k, a in arrays.items():
-        if np.asarray(a).dtype == object:  # pragma: no cover - guarded by the callers
-            raise ValidationError(
-                f"array {k!r} has dtype object; it cannot be saved without pickle.",
-                code="MODEL_NOT_SAVABLE")
     fp = getattr(model, "original_fingerprint_", None) or {}
+    state, state_files = state_fields(model)
     fields: dict[str, Any] = {
-        "settings": to_jsonable(model.release_settings()),
+        "settings": model.saved_settings(),
         "schema": model.schema_.to_dict(),
         "confidential": True,
         "data_file": DATA_FILE,
-        "arrays_file": ARRAYS_FILE,
-        "state": to_jsonable(dict(state)),
+        **state,
         # Parquet reads text columns back as pandas' string dtype: object columns are restored
         "object_columns": [str(c) for c in data.columns if data[c].dtype == object],
         # hashes of the encoded fitted table (never the data): checks the original later
@@ -391,8 +466,7 @@ def save_trees(model: Any, path: str | os.PathLike[str], *, state: Mapping[str, 
         "model_id": model_id(model),
     }
     return write_folder(model, path, fields, {
-        ARRAYS_FILE: lambda f: np.savez(f, **{k: np.asarray(v) for k, v in arrays.items()}),
-        DATA_FILE: lambda f: data.to_parquet(f, index=True)})
+        **state_files, DATA_FILE: lambda f: data.to_parquet(f, index=True)})
 
 
 def load_trees(
@@ -400,17 +474,16 @@ def load_trees(
     path: str | os.PathLike[str],
     restore: Callable[[Any, dict[str, Any], Mapping[str, np.ndarray], pd.DataFrame], None],
 ) -> Any:
-    """Read a folder written by :func:`save_trees` into a new fitted ``cls`` (attributes set
-    by ``restore(model, meta, arrays, data)``, a ``ValueError`` there meaning a damaged
-    folder)."""
+    """Read a folder written by :func:`save_trees` into a new fitted ``cls`` (its fitted
+    table and state set by ``restore(model, state, arrays, data)``, which calls the model's
+    ``restore_state``; a ``ValueError`` there means a damaged folder)."""
     import pandas as pd
 
     from bayes_risk.data.schema import Schema
 
     p, meta = open_folder(cls, path, TREES, lambda meta: (ARRAYS_FILE, DATA_FILE))
-    with damaged_on_error(p, "a file cannot be read"):
-        with np.load(p / ARRAYS_FILE, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
+    state, arrays = read_state(p, {**meta, "arrays_file": ARRAYS_FILE})  # always written
+    with damaged_on_error(p, f"{DATA_FILE} cannot be read"):
         data = pd.read_parquet(p / DATA_FILE)
         for c in meta.get("object_columns") or []:
             data[c] = data[c].astype(object)
@@ -423,6 +496,6 @@ def load_trees(
         # as load_bayesian: flat settings grouped again (the tree options), defaults left out
         model = cls.from_settings(settings)
         model.schema_ = Schema.from_dict(meta["schema"])
-        restore(model, meta, arrays, data)
+        restore(model, state, arrays, data)
     model.original_fingerprint_ = meta.get("original_fingerprint")
     return model

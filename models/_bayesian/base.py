@@ -699,7 +699,8 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
 
     def adopt(self, posterior: xr.DataTree, schema: Schema, n_records: int, *,
                data: pd.DataFrame | None, flags: np.ndarray | None,
-               state: Mapping[str, Any] | None = None) -> BayesianSynthesizer:
+               state: Mapping[str, Any] | None = None,
+               arrays: Mapping[str, np.ndarray] | None = None) -> BayesianSynthesizer:
         """Fit this new instance to checked draws (of :meth:`from_posterior`, or with the
         ``state`` of a saved folder, whose convergence table is not remade).
 
@@ -715,7 +716,9 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         flags : ndarray of bool or None
             The synthesized records (``None``: all).
         state : mapping, optional
-            A saved folder's :meth:`persisted_state`.
+            A saved folder's fitted state (:meth:`persisted_state`'s fields).
+        arrays : mapping of str to ndarray, optional
+            Its arrays (:meth:`persisted_state`'s arrays).
 
         Returns
         -------
@@ -723,7 +726,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
             ``self``, fitted.
         """
         if state is not None:
-            self.restore_state(state)
+            self.restore_state(state, arrays or {})
         posterior = check_posterior(posterior, self._posterior_dims(posterior, schema, data),
                                     self.posterior_variables, type(self).__name__)
         self.schema_ = schema  # read by _needs_data_for_synthesis (a new instance: no clean-up)
@@ -742,6 +745,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         self._check_fitted()
         flags = self.synthesized_records_
         post = self.posterior_["posterior"]
+        state, arrays = self.persisted_state()
         parts = {
             "method": self.method_name, "class": type(self).__name__,
             # as its releases record them (DPMPM: the table of structural zeros, not its path)
@@ -749,39 +753,34 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
             "schema": self.schema_.to_dict(), "n_records": int(self._n_records),
             "synthesized_records": None if flags is None else
             [int(i) for i in np.flatnonzero(flags)],
-            "state": to_jsonable(self.persisted_state()),
+            "state": to_jsonable(state),
             "data": getattr(self, "data_fingerprint_", None),
         }
-        return parts, {str(k): np.asarray(post[k].values) for k in post.data_vars}
+        return parts, {**{str(k): np.asarray(post[k].values) for k in post.data_vars}, **arrays}
 
-    def saved_settings(self) -> dict[str, Any]:
-        """The settings ``model.json`` holds, JSON-ready: :meth:`release_settings`, which a
-        family extends with what its settings need written out (DPMPM's structural zeros, the
-        PyMC model function's path).
-
-        Returns
-        -------
-        dict
-        """
-        return to_jsonable(self.release_settings())
-
-    def persisted_state(self) -> dict[str, Any]:
+    def persisted_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """The fitted state a saved folder keeps besides the draws (the data's dtypes; a family
-        adds its own), read back by :meth:`restore_state`.
+        adds its own), read back by :meth:`restore_state` (``bayes_risk.models.persistence``:
+        the protocol of every synthesizer).
 
         Returns
         -------
-        dict
-            JSON-ready.
+        state : dict
+            JSON-ready (``model.json``'s ``state``).
+        arrays : dict of str to ndarray
+            Named arrays (``arrays.npz``); none of the package's families has any beyond its
+            draws, which ``posterior.nc`` holds.
         """
-        return {"dtypes": dict(getattr(self, "dtypes_", {}))}
+        return {"dtypes": dict(getattr(self, "dtypes_", {}))}, {}
 
-    def restore_state(self, state: Mapping[str, Any]) -> None:
+    def restore_state(self, state: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> None:
         """Set the fitted state of :meth:`persisted_state` on this new instance (``load``).
 
         Parameters
         ----------
         state : mapping
             ``model.json``'s ``state``.
+        arrays : mapping of str to ndarray
+            The saved arrays (``arrays.npz``; empty without one).
         """
         self.dtypes_ = dict(state.get("dtypes", {}))

@@ -450,8 +450,9 @@ class DPMPM(BayesianSynthesizer):
             record_evidence(dt, T)
         return dt
 
-    def persisted_state(self) -> dict[str, Any]:
-        return {"warnings": list(self.warnings_), **super().persisted_state()}
+    def persisted_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        state, arrays = super().persisted_state()
+        return {"warnings": list(self.warnings_), **state}, arrays
 
     def _structural_zeros_for(self, schema: Schema) -> Any:
         from bayes_risk.models.dpmpm.zeros import for_schema
@@ -465,8 +466,8 @@ class DPMPM(BayesianSynthesizer):
             out["structural_zeros"] = to_jsonable(self._zeros.to_records())
         return out
 
-    def restore_state(self, state: dict[str, Any]) -> None:
-        super().restore_state(state)
+    def restore_state(self, state: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> None:
+        super().restore_state(state, arrays)
         self.warnings_ = list(state.get("warnings", []))
 
     def fit_augmented(

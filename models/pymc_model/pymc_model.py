@@ -349,13 +349,14 @@ class PyMCSynthesizer(BayesianSynthesizer):
         self._pending_loglik = None
         self.__dict__.setdefault("warnings_", [])
 
-    def persisted_state(self) -> dict[str, Any]:
-        return {**super().persisted_state(), "graph_digest": self.state_.graph.digest,
+    def persisted_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        state, arrays = super().persisted_state()
+        return {**state, "graph_digest": self.state_.graph.digest,
                 "observed": [o.name for o in self.state_.graph.observed],
-                "warnings": list(self.warnings_)}
+                "warnings": list(self.warnings_)}, arrays
 
-    def restore_state(self, state: Mapping[str, Any]) -> None:
-        super().restore_state(state)
+    def restore_state(self, state: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> None:
+        super().restore_state(state, arrays)
         self._expected_digest = state.get("graph_digest")
         self.warnings_ = list(state.get("warnings", []))
 

@@ -61,7 +61,7 @@ def prepare_schema(data: pd.DataFrame, schema: Schema | None, synthesized: Seque
 
 class TreeSynthesizer(BaseSynthesizer):
     """Template of the tree synthesizers: subclasses set ``_fitted_attribute`` and implement
-    ``persisted_state`` and ``restore_state``.
+    ``persisted_state`` and ``restore_state`` (the save/load protocol of every synthesizer).
 
     A synthesizer that grows trees by :class:`~bayes_risk.models.TreeOptions` takes them as
     ``trees=`` and sets ``tree_defaults``; each of its tree options is also a read-only
@@ -199,11 +199,13 @@ class TreeSynthesizer(BaseSynthesizer):
             params["random_seed"] = seed_to_json(params["random_seed"])
         return params
 
-    def _keep_fitted_table(self, data: pd.DataFrame, schema: Schema) -> None:
-        """Keep the fitted table and its fingerprint."""
+    def _keep_fitted_table(self, data: pd.DataFrame, schema: Schema
+                           ) -> tuple[pd.Index, pd.DataFrame]:
+        """Keep the fitted table and its fingerprint; its index and the table, index reset."""
         self.original_fingerprint_ = fingerprint_record(data, schema)
         self._index = data.index
         self._data = data.reset_index(drop=True)
+        return self._index, self._data
 
     def _streams(self, m: int, random_seed: RandomSeed) -> tuple[int, RandomSeed, list]:
         """Checked ``m``, the seed of ``synthesize`` and one child stream per dataset."""
@@ -228,9 +230,9 @@ class TreeSynthesizer(BaseSynthesizer):
         )
 
     def persisted_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        """The fitted state a saved folder keeps (``model.json``'s ``state`` and
-        ``arrays.npz``), read back by :meth:`restore_state`; also what the model's identity
-        hashes.
+        """The fitted state a saved folder keeps besides the fitted table (``model.json``'s
+        ``state`` and ``arrays.npz``), read back by :meth:`restore_state`; also what the model's
+        identity hashes (``bayes_risk.models.persistence``: the protocol of every synthesizer).
 
         Returns
         -------
@@ -240,21 +242,21 @@ class TreeSynthesizer(BaseSynthesizer):
         """
         raise NotImplementedError
 
-    @staticmethod
-    def restore_state(obj: Any, meta: dict[str, Any], arrays: Mapping[str, np.ndarray],
-                      data: pd.DataFrame) -> None:
-        """Set the fitted attributes of the new instance ``obj`` from a saved folder.
+    def restore_state(self, state: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> None:
+        """Set the fitted state of :meth:`persisted_state` on this new instance (``load``: its
+        settings, ``schema_`` and fitted table already set).
 
         Parameters
         ----------
-        obj : TreeSynthesizer
-            The new instance (of :meth:`from_settings`).
-        meta : dict
+        state : mapping
             ``model.json``'s ``state``.
         arrays : mapping of str to ndarray
             ``arrays.npz``.
-        data : DataFrame
-            The fitted table (``data.parquet``).
+
+        Raises
+        ------
+        ValueError
+            A field that does not fit the others (the loader reports ``MODEL_DAMAGED``).
         """
         raise NotImplementedError
 
@@ -296,9 +298,7 @@ class TreeSynthesizer(BaseSynthesizer):
             ``CONSTRAINTS_NOT_SAVED`` for a small-cell PMM synthesizer with ``constraints``.
         """
         check_is_fitted(self, self._fitted_attribute, method="save")
-        state, arrays = self.persisted_state()
-        return save_trees(self, path, state=state, arrays=arrays,
-                          data=self._data.set_axis(self._index))
+        return save_trees(self, path, data=self._data.set_axis(self._index))
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Any:
@@ -319,9 +319,10 @@ class TreeSynthesizer(BaseSynthesizer):
         ValidationError
             ``MODEL_FORMAT_VERSION`` or ``MODEL_DAMAGED``.
         """
-        def restore(obj: Any, meta: dict[str, Any], arrays: Mapping[str, np.ndarray],
-                    data: pd.DataFrame) -> None:
-            cls.restore_state(obj, meta, arrays, data)
+        def restore(obj: TreeSynthesizer, state: Mapping[str, Any],
+                    arrays: Mapping[str, np.ndarray], data: pd.DataFrame) -> None:
+            obj._index, obj._data = data.index, data.reset_index(drop=True)  # as fit keeps it
+            obj.restore_state(state, arrays)
             check_visit_sequence(obj)  # an edited model.json: a damaged folder
 
         return load_trees(cls, path, restore)

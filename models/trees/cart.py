@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -23,7 +23,7 @@ from bayes_risk.exceptions import NotSupportedError
 from bayes_risk.models.base import FittedAttribute, check_is_fitted
 from bayes_risk.models.trees.base import TreeSynthesizer
 from bayes_risk.models.trees.cart_leaf import kernel_log_terms, polya_logprob, truncated_kde_logpdf
-from bayes_risk.models.trees.cart_state import CARTState, FittedTable, LeafDraw
+from bayes_risk.models.trees.cart_state import CARTState
 from bayes_risk.models.trees.spec import SynthesisSpec
 
 __all__ = ["CARTSynthesizer", "polya_logprob", "truncated_kde_logpdf", "kernel_log_terms"]
@@ -124,19 +124,8 @@ class CARTSynthesizer(TreeSynthesizer):
     def fit(self, data: pd.DataFrame, *, schema: Schema | None = None,
             synthesized: Sequence[str] | None = None, records: Any = None,
             random_seed: RandomSeed = None) -> CARTSynthesizer:
-        _fit.fit(self, data, schema, synthesized, records, random_seed)
-        self._set_state()
+        self._use_state(_fit.fit(self, data, schema, synthesized, records, random_seed))
         return self
-
-    def _set_state(self) -> None:
-        self.state_ = CARTState(
-            schema=self.schema_, visit_sequence=self.visit_sequence_, predictors=self.predictors_,
-            trees=self.trees_, missing=self.missing_, missing_trees=self.missing_trees_,
-            table=FittedTable(data=self._data, index=self._index, values=self._values,
-                              records=self.records_),
-            leaf_draw=LeafDraw(smoothed=self.smoothed_, bandwidth=self.bandwidth_,
-                               integer=self._integer, decimals=self._decimals),
-            regressions=self.regressions_)
 
     def synthesize(self, m: int = 1, *, random_seed: RandomSeed = None) -> SyntheticData:
         m, random_seed, gens = self._streams(m, random_seed)
@@ -163,7 +152,8 @@ class CARTSynthesizer(TreeSynthesizer):
         return self._make_release([o[0] for o in out], random_seed, self.records_, extra,
                                   proper=self.donor == "bayes_bootstrap")
 
-    persisted_state = _io.cart_state
+    def persisted_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        return _io.cart_state(self.state_, self.fit_call_, self.n_records_)
 
     def plugin_likelihood(self, original: pd.DataFrame, *, random_seed: RandomSeed = None) -> Any:
         """The plug-in likelihood for attribute risk (:class:`~bayes_risk.models.CARTPlugin`)
@@ -195,10 +185,21 @@ class CARTSynthesizer(TreeSynthesizer):
                 code="MODEL_UNSUITED")
         return CARTPlugin(self, original, random_seed=random_seed)
 
-    @staticmethod
-    def restore_state(obj: Any, meta: dict[str, Any], arrays: Any, data: pd.DataFrame) -> None:
-        _io.restore_cart(obj, meta, arrays, data)
-        obj._set_state()  # the state the fitted attributes read back make
+    def restore_state(self, state: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> None:
+        self.fit_call_ = state["fit_call"]
+        self.n_records_ = int(state["n_records"])
+        self._use_state(_io.restore_cart(state, arrays, self.schema_, self._data, self._index))
+
+    def _use_state(self, st: CARTState) -> None:
+        """Keep the fitted state ``st`` (of ``fit`` or ``load``), its public fields as the
+        fitted attributes of the same names (the encoded table and the output rounding are
+        read from it)."""
+        self.state_ = st
+        self.visit_sequence_, self.predictors_ = st.visit_sequence, st.predictors
+        self.trees_, self.regressions_ = st.trees, st.regressions
+        self.missing_, self.missing_trees_ = st.missing, st.missing_trees
+        self.records_ = st.table.records
+        self.smoothed_, self.bandwidth_ = st.leaf_draw.smoothed, st.leaf_draw.bandwidth
 
     def route(self, records: pd.DataFrame, column: str,
               random_seed: RandomSeed = None) -> tuple[np.ndarray, np.ndarray]:

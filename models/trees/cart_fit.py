@@ -16,6 +16,7 @@ from bayes_risk.data.schema import Schema, infer_schema
 from bayes_risk.data.validate import require_frame
 from bayes_risk.exceptions import NotSupportedError, ValidationError
 from bayes_risk.models.trees.base import prepare_schema, records_mask
+from bayes_risk.models.trees.cart_state import CARTState, FittedTable, LeafDraw
 from bayes_risk.models.trees.missing import (
     design_inputs,
     encoded_values,
@@ -95,8 +96,9 @@ def _check_spec_columns(regression: dict[str, str], spec: Any, smoothed: Sequenc
 
 
 def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
-        synthesized: Sequence[str] | None, records: Any, random_seed: RandomSeed) -> Any:
-    """The work of :meth:`CARTSynthesizer.fit` (documented there)."""
+        synthesized: Sequence[str] | None, records: Any, random_seed: RandomSeed) -> CARTState:
+    """The work of :meth:`CARTSynthesizer.fit` (documented there): the fitted state (the
+    model's ``fit_call_``, ``n_records_`` and fitted table set)."""
     from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
     check_settings(model)
@@ -179,26 +181,23 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
         if col in smoothed:
             node_h[col] = node_bandwidths(model, tree, col, y)
     model.schema_ = schema
-    model._keep_fitted_table(data, schema)
-    model.visit_sequence_ = order
-    model.predictors_ = predictors
-    model.trees_ = trees
-    model.regressions_ = regressions
-    model.missing_ = layout
-    model.missing_trees_ = kind_trees
-    model.records_ = mask
+    index, table = model._keep_fitted_table(data, schema)
     # what a release needs to rebuild this synthesizer (None seed: not replayable)
     model.fit_call_ = {"synthesized": list(order if spec is None else spec.visit_sequence),
                        "random_seed": replayable_seed(random_seed)}
-    model.smoothed_ = smoothed
-    model.bandwidth_ = node_h
     model.n_records_ = n
-    model._values = values
-    model._decimals = {c: decimals_of(observed_values(values[c], layout.get(c))) for c in smoothed}
-    model._integer = {c: schema[c].type == "count" or pd.api.types.is_integer_dtype(data[c].dtype)
-                      for c in [*smoothed,
-                                *(c for c, v in regression.items() if v in NUMERIC_METHODS)]}
-    return model
+    integer = [*smoothed, *(c for c, v in regression.items() if v in NUMERIC_METHODS)]
+    return CARTState(
+        schema=schema, visit_sequence=order, predictors=predictors, trees=trees,
+        missing=layout, missing_trees=kind_trees,
+        table=FittedTable(data=table, index=index, values=values, records=mask),
+        leaf_draw=LeafDraw(
+            smoothed=smoothed, bandwidth=node_h,
+            integer={c: schema[c].type == "count" or pd.api.types.is_integer_dtype(data[c].dtype)
+                     for c in integer},
+            decimals={c: decimals_of(observed_values(values[c], layout.get(c)))
+                      for c in smoothed}),
+        regressions=regressions)
 
 
 def grow(model: Any, est: Any, design: Design, X: np.ndarray, codes: np.ndarray,

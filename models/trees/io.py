@@ -10,10 +10,11 @@ from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
-import pandas as pd
+
+from bayes_risk.models.persistence import saved_array
 
 __all__ = ["StoredForest", "check_missing_layout", "check_visit_sequence", "seqtree_from_arrays",
-           "seqtree_to_arrays", "split_data"]
+           "seqtree_to_arrays"]
 
 
 def check_visit_sequence(model: Any) -> None:
@@ -38,11 +39,6 @@ def check_visit_sequence(model: Any) -> None:
             raise ValueError(f"the visit sequence {cols} visits {c!r} before its "
                              f"predictor(s) {late}")
         seen.add(c)
-
-
-def split_data(data: pd.DataFrame) -> tuple[pd.Index, pd.DataFrame]:
-    """The saved table's index and the table with a fresh 0..n-1 index (as ``fit`` keeps it)."""
-    return data.index, data.reset_index(drop=True)
 
 
 class StoredForest:
@@ -98,14 +94,13 @@ class StoredForest:
     @classmethod
     def from_arrays(cls, arrays: Mapping[str, np.ndarray], prefix: str) -> StoredForest:
         """Read what :meth:`to_arrays` stored."""
-        a = {k: arrays[f"{prefix}.{k}"] for k in ("left", "right", "feature", "threshold",
-                                                   "missing_left", "offsets", "samples")}
-        n = a["left"].size
-        if not all(a[k].shape == (n,) for k in ("right", "feature", "threshold",
-                                                 "missing_left")):
-            raise ValueError(f"forest {prefix}: node arrays of different lengths")
+        n = saved_array(arrays, f"{prefix}.left", "iu", (None,)).size
+        a = {k: saved_array(arrays, f"{prefix}.{k}", kind, shape) for k, kind, shape in (
+            ("left", "iu", (n,)), ("right", "iu", (n,)), ("feature", "iu", (n,)),
+            ("threshold", "f", (n,)), ("missing_left", "b", (n,)), ("offsets", "iu", (None,)),
+            ("samples", "iu", (None, None)))}
         offs = a["offsets"]
-        if offs.ndim != 1 or offs.size == 0 or offs[0] != 0 or np.any(np.diff(offs) <= 0) \
+        if offs.size == 0 or offs[0] != 0 or np.any(np.diff(offs) <= 0) \
                 or offs[-1] >= n or a["samples"].shape[0] != offs.size:
             raise ValueError(f"forest {prefix}: inconsistent tree offsets")
         internal = a["left"] >= 0
@@ -128,6 +123,12 @@ class StoredForest:
 
 _SEQTREE_ARRAYS = ("left", "right", "feature", "threshold", "subtree_end", "donor_rows",
                    "y_sorted", "node_start", "node_stop", "node_size", "seen", "is_leaf")
+#: the dtype kinds of the fields that are not integers (``y_sorted``: a categorical tree's codes
+#: or a numeric one's values)
+_SEQTREE_KINDS = {"threshold": ("f",), "y_sorted": ("fiu",), "seen": ("b",), "is_leaf": ("b",)}
+#: the fields with one entry per node
+_PER_NODE = ("left", "right", "feature", "threshold", "subtree_end", "node_start", "node_stop",
+             "node_size", "is_leaf")
 
 
 def seqtree_to_arrays(tree: Any, prefix: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
@@ -154,12 +155,10 @@ def seqtree_from_arrays(info: Mapping[str, Any], arrays: Mapping[str, np.ndarray
     tree.categorical_outcome = bool(info["categorical_outcome"])
     tree.n_classes = int(info["n_classes"])
     tree.n_collapsed = int(info["n_collapsed"])
-    for k in _SEQTREE_ARRAYS:
-        setattr(tree, k, arrays[f"{prefix}.{k}"])
-    per_node = ("left", "right", "feature", "threshold", "subtree_end", "node_start",
-                "node_stop", "node_size", "is_leaf")
-    if any(getattr(tree, k).shape != (n,) for k in per_node) or tree.seen.shape[0] != n:
-        raise ValueError(f"tree {prefix}: node arrays do not have {n} entries")
+    for k in _SEQTREE_ARRAYS:  # each field's kind and, per node, its length
+        setattr(tree, k, saved_array(arrays, f"{prefix}.{k}", *_SEQTREE_KINDS.get(k, ("iu",)),
+                                     **({"shape": (n,)} if k in _PER_NODE else
+                                        {"shape": (n, None)} if k == "seen" else {})))
     internal = tree.left != -1
     if np.any(tree.left[internal] >= n) or np.any(tree.right[internal] >= n) or \
             np.any(tree.node_stop > tree.donor_rows.size) or \

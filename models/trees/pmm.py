@@ -21,10 +21,12 @@ from bayes_risk.data.schema import SCHEMA, Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.data.validate import require_frame, validate_table
 from bayes_risk.exceptions import CALLER, ConvergenceWarning, DataWarning, ValidationError
-from bayes_risk.models.base import synthesized_columns
+from bayes_risk.models.base import FittedAttribute, synthesized_columns
+from bayes_risk.models.persistence import saved_array
 from bayes_risk.models.trees.base import TreeSynthesizer, records_mask
-from bayes_risk.models.trees.io import split_data
+from bayes_risk.models.trees.cart_state import FittedTable
 from bayes_risk.models.trees.seqtree import column_codes
+from bayes_risk.models.trees.state import PMMState
 
 __all__ = ["SmallCellPMMSynthesizer", "sensitive_cells", "match_donor", "expected_score",
            "min_cell_count"]
@@ -138,6 +140,10 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
     ----------
     schema_, identifying_, synthesize_ (IVs synthesized, in order), recipients_ (bool mask),
     sensitive_cells_ (DataFrame), min_cell_count_before_ (int).
+    state_ : ~bayes_risk.models.trees.state.PMMState
+        The fitted state (frozen): the cells, the recipients and the fitted table; set by
+        :meth:`fit` and ``load``; reading it before raises
+        :class:`~bayes_risk.exceptions.NotFittedError`.
 
     References
     ----------
@@ -146,6 +152,8 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
     """
 
     method_name = "pmm"
+    state_ = FittedAttribute(
+        "The fitted :class:`~bayes_risk.models.trees.state.PMMState` (set by ``fit``).")
     default_m = 1  # Hawala's single implicate
     _fitted_attribute: ClassVar[str] = "recipients_"
     info = ModelInfo(partial_synthesis=True, required=("identifying",), releases_donor_values=True)
@@ -243,14 +251,21 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
                     "records selects every record as a recipient; predictive mean matching "
                     "needs donors (records left out of the selection).")
         self.schema_ = schema
-        self.identifying_ = ivs
-        self.synthesize_ = list(syn)
-        self.predictors_ = preds
-        self.recipients_ = recipients
-        self.sensitive_cells_ = cells
-        self.min_cell_count_before_ = min_cell_count(data, ivs)
-        self._constraints_ = cons
+        self._use_state(PMMState(
+            schema=schema, identifying=ivs, synthesize=list(syn), predictors=preds,
+            recipients=recipients, sensitive_cells=cells,
+            min_cell_count_before=min_cell_count(data, ivs), constraints=cons,
+            table=FittedTable(data=data, index=self._index, values={}, records=recipients)))
         return self
+
+    def _use_state(self, st: PMMState) -> None:
+        """Keep the fitted state ``st`` (of ``fit`` or ``load``), its public fields as the
+        fitted attributes of the same names (the constraints are read from it)."""
+        self.state_ = st
+        self.identifying_, self.synthesize_ = st.identifying, st.synthesize
+        self.predictors_, self.recipients_ = st.predictors, st.recipients
+        self.sensitive_cells_ = st.sensitive_cells
+        self.min_cell_count_before_ = st.min_cell_count_before
 
     def _constraints(self, syn: list[str]) -> dict[str, list[Constraint]]:
         c = self.constraints
@@ -442,13 +457,12 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
             donor_vals = self._data[col].iloc[don].to_numpy()
             uniq = pd.unique(donor_vals)
             new = []
+            rules = self.state_.constraints[col]
             for i in rec:
                 allowed = None
-                if self._constraints_[col]:
+                if rules:
                     row = z.iloc[i]
-                    ok_val = {
-                        _key(v): all(bool(f(row, v)) for f in self._constraints_[col]) for v in uniq
-                    }
+                    ok_val = {_key(v): all(bool(f(row, v)) for f in rules) for v in uniq}
                     allowed = np.array([ok_val[_key(v)] for v in donor_vals])
                 j, _ = match_donor(pred[i], pred[don], allowed=allowed, tie=self.tie, rng=rng)
                 if j < 0:
@@ -463,7 +477,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         return z, sorted(unmatched)
 
     def persisted_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        if any(self._constraints_.values()):
+        if any(self.state_.constraints.values()):
             raise ValidationError(
                 "constraints: a synthesizer with constraints cannot be saved (they are Python "
                 "callables, and a saved model holds no code); expected constraints=None. Keep "
@@ -473,19 +487,23 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
                  "predictors": {c: list(v) for c, v in self.predictors_.items()}}
         return state, {"recipients": np.asarray(self.recipients_, dtype=bool)}
 
-    @staticmethod
-    def restore_state(obj: Any, meta: dict[str, Any], arrays: Any, data: pd.DataFrame) -> None:
-        st = meta["state"]
-        obj._index, obj._data = split_data(data)
-        obj.identifying_ = list(st["identifying"])
-        obj.synthesize_ = list(st["synthesized"])
-        obj.predictors_ = {c: list(v) for c, v in st["predictors"].items()}
-        obj.recipients_ = np.asarray(arrays["recipients"], dtype=bool)
-        if obj.recipients_.shape != (len(obj._data),):
-            raise ValueError(f"{len(obj._data)} records, {obj.recipients_.shape} flags")
-        obj.sensitive_cells_ = sensitive_cells(obj._data, obj.identifying_, int(obj.threshold))
-        obj.min_cell_count_before_ = min_cell_count(obj._data, obj.identifying_)
-        obj._constraints_ = {v: [] for v in obj.synthesize_}
+    def restore_state(self, state: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> None:
+        data = self._data
+        ivs = list(state["identifying"])
+        syn = list(state["synthesized"])
+        if not set(ivs) <= set(self.schema_.names) or not set(syn) <= set(ivs):
+            raise ValueError(f"model.json's state: the identifying variables {ivs} are not "
+                             f"all columns of the schema, or the synthesized {syn} not all "
+                             "among them")
+        recipients = saved_array(arrays, "recipients", "b", (len(data),))
+        self._use_state(PMMState(
+            schema=self.schema_, identifying=ivs, synthesize=syn,
+            predictors={c: list(v) for c, v in state["predictors"].items()},
+            recipients=recipients,
+            sensitive_cells=sensitive_cells(data, ivs, int(self.threshold)),
+            min_cell_count_before=min_cell_count(data, ivs),
+            constraints={v: [] for v in syn},  # a saved synthesizer has none
+            table=FittedTable(data=data, index=self._index, values={}, records=recipients)))
 
 
 def _fname(f: Any) -> str:

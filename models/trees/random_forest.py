@@ -17,11 +17,12 @@ from bayes_risk.data.levels import drop_unused_levels
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.models.base import check_is_fitted
+from bayes_risk.models.base import FittedAttribute, check_is_fitted
 from bayes_risk.models.trees.base import (
     TreeSynthesizer,
     prepare_schema,
 )
+from bayes_risk.models.trees.cart_state import FittedTable
 from bayes_risk.models.trees.forest_leaves import (
     distinct_rows,
     donor_weights,
@@ -34,6 +35,7 @@ from bayes_risk.models.trees.forest_leaves import (
 from bayes_risk.models.trees.missing import FILL, encoded_values, kind_codes, missing_layout
 from bayes_risk.models.trees.rf_fit import grouping, grow_forest, record_masks, visit_order
 from bayes_risk.models.trees.rf_io import forest_state, restore_forests
+from bayes_risk.models.trees.state import ForestGroups, ForestState
 
 __all__ = ["RandomForestSynthesizer"]
 
@@ -103,6 +105,10 @@ class RandomForestSynthesizer(TreeSynthesizer):
     schema_, visit_sequence_, predictors_, forests_ (per column, the pooled forest), records_
     (masks per column), n_trees_, groups_, group_forests_ (column -> {level: forest}),
     group_sizes_, group_fallback_ (column -> levels synthesized by the pooled forest).
+    state_ : ~bayes_risk.models.trees.state.ForestState
+        The fitted state (frozen): the forests, their leaf tables or donors, the group forests
+        and the fitted table; set by :meth:`fit` and ``load``; reading it before raises
+        :class:`~bayes_risk.exceptions.NotFittedError`.
 
     References
     ----------
@@ -113,6 +119,8 @@ class RandomForestSynthesizer(TreeSynthesizer):
     """
 
     method_name = "rf"
+    state_ = FittedAttribute(
+        "The fitted :class:`~bayes_risk.models.trees.state.ForestState` (set by ``fit``).")
     default_m = 20
     #: the plug-in likelihood is approximate: no membership ratio is derived from it
     exact_plugin: ClassVar[bool] = False
@@ -219,29 +227,32 @@ class RandomForestSynthesizer(TreeSynthesizer):
                     (group_forests[col], group_tables[col], group_tpos[col], group_inbag[col]))
         self.schema_ = schema
         self._keep_fitted_table(data, schema)
-        self.visit_sequence_ = order
-        self.predictors_ = predictors
-        self.missing_ = layout
-        self.forests_ = forests
-        self.records_ = masks
         # what a release needs to rebuild this synthesizer (``rebuild_synthesizer``)
         union = np.logical_or.reduce([masks[c] for c in cols])
         self.fit_call_ = {
             "synthesized": list(cols), "random_seed": replayable_seed(random_seed),
             "records": None if all(np.array_equal(masks[c], union) for c in cols)
             else {c: [int(i) for i in np.flatnonzero(masks[c])] for c in cols}}
-        self.n_trees_ = ntrees
-        self.groups_ = groups
-        self.group_forests_ = group_forests
-        self.group_sizes_ = group_sizes
-        self.group_fallback_ = group_fallback
-        self._group_tables = group_tables
-        self._group_inbag = group_inbag
-        self._group_tpos = group_tpos
-        self._tables = tables
-        self._inbag_ = inbag
-        self._values = values
+        self._use_state(ForestState(
+            schema=schema, visit_sequence=order, predictors=predictors, missing=layout,
+            records=masks, forests=forests, tables=tables, inbag=inbag, n_trees=ntrees,
+            groups=ForestGroups(by=groups, forests=group_forests, tables=group_tables,
+                                positions=group_tpos, inbag=group_inbag, sizes=group_sizes,
+                                fallback=group_fallback),
+            table=FittedTable(data=self._data, index=self._index, values=values,
+                              records=union)))
         return self
+
+    def _use_state(self, st: ForestState) -> None:
+        """Keep the fitted state ``st`` (of ``fit`` or ``load``), its public fields as the
+        fitted attributes of the same names (the leaf tables, in-bag matrices and encoded table
+        are read from it)."""
+        self.state_ = st
+        self.visit_sequence_, self.predictors_ = list(st.visit_sequence), st.predictors
+        self.missing_, self.forests_, self.records_ = st.missing, st.forests, st.records
+        self.n_trees_ = st.n_trees
+        self.groups_, self.group_forests_ = st.groups.by, st.groups.forests
+        self.group_sizes_, self.group_fallback_ = st.groups.sizes, st.groups.fallback
 
     def _smoothed(self, schema: Schema, cols: Sequence[str]) -> list[str]:
         """The numeric columns drawn from smoothed leaves (the ``smoothing`` setting, checked)."""
@@ -409,9 +420,11 @@ class RandomForestSynthesizer(TreeSynthesizer):
                    else "predict_proba is for categorical columns (use predict_distribution)."),
                 code="WRONG_DTYPE")
         if group is not None and group in self.group_forests_.get(column, {}):
-            return (self.group_forests_[column][group], self._group_tables[column][group],
-                    self._group_inbag[column].get(group))
-        return self.forests_[column], self._tables[column], self._inbag_.get(column)
+            g = self.state_.groups
+            return (g.forests[column][group], g.tables[column][group],
+                    g.inbag[column].get(group))
+        st = self.state_
+        return st.forests[column], st.tables[column], st.inbag.get(column)
 
     @staticmethod
     def _valid_trees(ib: np.ndarray, train_index: np.ndarray) -> np.ndarray:
@@ -455,7 +468,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
 
     def _synthesize_one(self, rng: np.random.Generator, cache: dict,
                         point: dict[str, list[int]] | None = None) -> pd.DataFrame:
-        cur = {c: v.copy() for c, v in self._values.items()}
+        cur = {c: v.copy() for c, v in self.state_.table.values.items()}
         done: list[str] = []
         for col in self.visit_sequence_:
             sel = np.flatnonzero(self.records_[col])
@@ -497,7 +510,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
         out = []
         for code in np.unique(gcur):
             rows = np.flatnonzero(gcur == code)
-            tpos = self._group_tpos[col].get(int(code))
+            tpos = self.state_.groups.positions[col].get(int(code))
             out.append((int(code), rows, tpos[rows] if tpos is not None else rows))
         return out
 
@@ -546,7 +559,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
         from bayes_risk._numeric import decimals_of
         from bayes_risk.models.trees.cart_fit import data_resolution
 
-        y = self._values[col][self.records_[col]]
+        y = self.state_.table.values[col][self.records_[col]]
         dt = self._data[col].dtype
         return {"resolution": data_resolution(y), "decimals": decimals_of(y),
                 "integer": self.schema_[col].type == "count"
@@ -559,5 +572,9 @@ class RandomForestSynthesizer(TreeSynthesizer):
 
         return RFPlugin(self, original)
 
-    persisted_state = forest_state
-    restore_state = staticmethod(restore_forests)
+    def persisted_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        return forest_state(self.state_, self.fit_call_)
+
+    def restore_state(self, state: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> None:
+        self.fit_call_ = state["fit_call"]
+        self._use_state(restore_forests(state, arrays, self.schema_, self._data, self._index))

@@ -135,7 +135,7 @@ def test_truth_equals_the_synthesizers_probabilities(acs, probabilities):
         ref, done = 0.0, []
         for col in syn.visit_sequence_:
             sel = np.flatnonzero(syn.records_[col])
-            X = np.column_stack([(zc[p] if p in done else syn._values[p])[sel]
+            X = np.column_stack([(zc[p] if p in done else syn.state_.table.values[p])[sel]
                                  for p in syn.predictors_[col]]).astype(np.float32)
             P = syn.predict_proba(col, X, np.arange(sel.size))
             P /= P.sum(axis=1, keepdims=True)

@@ -149,12 +149,12 @@ def test_truth_equals_the_synthesizers_group_probabilities(acs, probabilities):
         ref, done = 0.0, []
         for col in syn.visit_sequence_:
             sel = np.flatnonzero(syn.records_[col])
-            X = np.column_stack([(zc[p] if p in done else syn._values[p])[sel]
+            X = np.column_stack([(zc[p] if p in done else syn.state_.table.values[p])[sel]
                                  for p in syn.predictors_[col]]).astype(np.float32)
-            gcur = syn._values["EDUC"][sel].astype(int)
+            gcur = syn.state_.table.values["EDUC"][sel].astype(int)
             for code in np.unique(gcur):
                 rows = np.flatnonzero(gcur == code)
-                tpos = syn._group_tpos[col].get(int(code))
+                tpos = syn.state_.groups.positions[col].get(int(code))
                 ti = tpos[rows] if tpos is not None else rows
                 P = syn.predict_proba(col, X[rows], ti, group=int(code))
                 P /= P.sum(axis=1, keepdims=True)
@@ -168,7 +168,7 @@ def test_group_forests_equal_brute_force(acs, oob_only):
     syn = _grouped(acs, oob_only=oob_only, min_oob_trees=1)
     z = list(syn.synthesize(2, random_seed=3))
     plugin = RFPlugin(syn, acs)
-    gcodes = syn._values["EDUC"].astype(int)
+    gcodes = syn.state_.table.values["EDUC"].astype(int)
     own = set(syn.group_forests_["MAR"])
     # a record of a level with its own forest and one of a fallback level
     picks = [int(np.flatnonzero(np.isin(gcodes, list(own)))[0]),

@@ -237,3 +237,25 @@ def test_declared_levels_no_record_holds_are_kept_as_cells():
                           random_seed=1).fit(data)
     assert model.schema_["c"].levels == ("x", "y", "z")
     assert model.posterior_["posterior"]["log_theta"].shape == (1, 50, 12)
+
+
+def test_saved_model_loads_its_state_and_refuses_a_tampered_alpha(tmp_path):
+    import json
+
+    from bayes_risk.models import load_model
+    from bayes_risk.models.persistence import write_model_json
+
+    df = pd.DataFrame({"a": pd.Categorical(["x", "y", "x", "y"]),
+                       "b": pd.Categorical(["u", "u", "v", "v"])})
+    model = DPMultinomial(alpha=2.0, sampling=Sampling(draws=20, chains=1),
+                          random_seed=1).fit(df)
+    folder = model.save(tmp_path / "m")
+    loaded = load_model(folder)
+    assert loaded.state_.alpha == 2.0 and loaded.state_.exact_draws
+    np.testing.assert_array_equal(loaded.state_.log_theta, model.state_.log_theta)
+    meta = json.loads((folder / "model.json").read_text())
+    meta["state"]["alpha"] = -1.0
+    write_model_json(folder, meta)  # checksums recorded again: consistent, but not a model
+    with pytest.raises(ValidationError, match="state field 'alpha' is -1.0") as err:
+        load_model(folder)
+    assert err.value.code == "MODEL_DAMAGED" and str(folder) in str(err.value)

@@ -14,6 +14,7 @@ from sklearn.base import clone
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import NotFittedError
 from bayes_risk.models import load_model
+from bayes_risk.models.dp_multinomial import DPMultinomial, DPMultinomialState
 from bayes_risk.models.dpmpm.dpmpm import DPMPM
 from bayes_risk.models.dpmpm.state import DPMPMState
 from bayes_risk.models.poisson.poisson_mixture import PoissonMixture
@@ -24,12 +25,17 @@ from bayes_risk.models.seqreg.seqreg import SequentialRegression
 from bayes_risk.models.seqreg.state import SeqRegState
 from bayes_risk.models.trees.cart import CARTSynthesizer
 from bayes_risk.models.trees.cart_state import CARTState
+from bayes_risk.models.trees.pmm import SmallCellPMMSynthesizer
+from bayes_risk.models.trees.random_forest import RandomForestSynthesizer
+from bayes_risk.models.trees.state import ForestState, PMMState
 
 pytestmark = pytest.mark.filterwarnings("ignore::bayes_risk.exceptions.ConvergenceWarning")
 
 FAMILIES = [(DPMPM, DPMPMState), (PoissonMixture, PoissonState),
             (SequentialRegression, SeqRegState), (PyMCSynthesizer, PyMCState),
-            (CARTSynthesizer, CARTState)]
+            (DPMultinomial, DPMultinomialState),
+            (CARTSynthesizer, CARTState), (RandomForestSynthesizer, ForestState),
+            (SmallCellPMMSynthesizer, PMMState)]
 
 
 @pytest.mark.parametrize(("model", "state"), FAMILIES, ids=lambda x: x.__name__)
@@ -70,3 +76,38 @@ def test_state_set_by_from_posterior_load_and_dropped_by_clone(tmp_path):
     # scikit-learn's clone keeps the settings, not the fitted attributes
     with pytest.raises(NotFittedError):
         _ = clone(m).state_
+
+
+@pytest.mark.parametrize("model", [f[0] for f in FAMILIES], ids=lambda x: x.__name__)
+def test_every_family_follows_one_persistence_protocol(model):
+    import inspect
+
+    # instance methods of the same parameters, not a static restore of another shape
+    assert list(inspect.signature(model.restore_state).parameters) == ["self", "state", "arrays"]
+    assert not isinstance(inspect.getattr_static(model, "restore_state"), staticmethod)
+    assert list(inspect.signature(model.persisted_state).parameters) == ["self"]
+
+
+def test_a_bayesian_familys_arrays_are_saved_and_read_back_checked(tmp_path):
+    from bayes_risk.exceptions import ValidationError
+    from bayes_risk.models import DPMultinomial, Sampling
+    from bayes_risk.models.persistence import saved_array
+
+    class WithArrays(DPMultinomial):
+        def persisted_state(self):
+            state, arrays = super().persisted_state()
+            return state, {**arrays, "counts": np.arange(4)}
+
+        def restore_state(self, state, arrays):
+            super().restore_state(state, arrays)
+            self.counts_back_ = saved_array(arrays, "counts", "iu", (4,))
+
+    df = pd.DataFrame({"a": pd.Categorical(["x", "y", "x", "y"]),
+                       "b": pd.Categorical(["u", "u", "v", "v"])})
+    model = WithArrays(alpha=1.0, sampling=Sampling(draws=10, chains=1), random_seed=1).fit(df)
+    folder = model.save(tmp_path / "m")
+    assert (folder / "arrays.npz").is_file()
+    np.testing.assert_array_equal(WithArrays.load(folder).counts_back_, np.arange(4))
+    np.savez(folder / "arrays.npz", counts=np.zeros(4))  # changed: its checksum refuses it
+    with pytest.raises(ValidationError, match="damaged"):
+        WithArrays.load(folder)

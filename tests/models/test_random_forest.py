@@ -70,7 +70,7 @@ def test_forests_grown_on_replaced_records_only_with_spec_defaults(ce):
     # each tree's bootstrap sample has n_replaced draws from the replaced records
     assert all(len(s) == mask.sum() for s in rf.estimators_samples_)
     # leaves are pure in their bootstrap sample unless records share all predictor values
-    table, offs = model._tables["Tenure"]
+    table, offs = model.state_.tables["Tenure"]
     is_leaf = np.concatenate([e.tree_.children_left == -1 for e in rf.estimators_])
     top = np.round(table[is_leaf].max(axis=1), 12)
     assert np.isin(top, [1.0, 0.5, 1 / 3, 0.25]).all()
@@ -83,9 +83,10 @@ def test_leaf_counts_recomputed_from_bootstrap(ce):
         n_trees=5, probabilities="leaf_dirichlet", alpha=0.0, min_samples_leaf=20
     ).fit(df, schema=schema, synthesized=["Marital"], random_seed=3)
     rf = model.forests_["Marital"]
-    table, offs = model._tables["Marital"]
-    X = np.column_stack([model._values[p] for p in model.predictors_["Marital"]]).astype(np.float32)
-    y = model._values["Marital"].astype(int)
+    table, offs = model.state_.tables["Marital"]
+    fitted = model.state_.table.values
+    X = np.column_stack([fitted[p] for p in model.predictors_["Marital"]]).astype(np.float32)
+    y = model.state_.table.values["Marital"].astype(int)
     est, s = rf.estimators_[2], rf.estimators_samples_[2]
     leaves = est.apply(X[s])
     leaf = leaves[0]
@@ -138,14 +139,15 @@ def test_oob_only_grows_enough_trees(ce):
     model = RandomForestSynthesizer(n_trees=50, oob_only=True, min_oob_trees=40).fit(
         df, schema=schema, synthesized=["Tenure"], random_seed=2
     )
-    ib = model._inbag_["Tenure"]
+    ib = model.state_.inbag["Tenure"]
     assert (~ib).sum(axis=0).min() >= 40
     assert model.n_trees_["Tenure"] > 50 and model.n_trees_["Tenure"] % 50 == 0
     # probabilities only use out-of-bag trees: compare with a direct computation for record 0
-    X = np.column_stack([model._values[p] for p in model.predictors_["Tenure"]]).astype(np.float32)
+    fitted = model.state_.table.values
+    X = np.column_stack([fitted[p] for p in model.predictors_["Tenure"]]).astype(np.float32)
     p0 = model.predict_proba("Tenure", X[:1], np.array([0]))[0]
     rf = model.forests_["Tenure"]
-    y = model._values["Tenure"].astype(int)
+    y = model.state_.table.values["Tenure"].astype(int)
     votes = []
     for b, (est, s) in enumerate(zip(rf.estimators_, rf.estimators_samples_, strict=False)):
         if ib[b, 0]:
@@ -320,7 +322,7 @@ def test_forest_apply_distinct_is_apply_row_for_row(ce):
     model = RandomForestSynthesizer(n_trees=15).fit(df, schema=schema, synthesized=["Tenure"],
                                                     random_seed=2)
     rf = model.forests_["Tenure"]
-    X = np.column_stack([model._values[p] for p in model.predictors_["Tenure"]])
+    X = np.column_stack([model.state_.table.values[p] for p in model.predictors_["Tenure"]])
     repeated = np.repeat(X[:40], 3, axis=0)[::-1]
     for Z in (X, repeated):  # every row distinct (numeric predictors); rows repeated
         np.testing.assert_array_equal(forest_apply_distinct(rf, Z), rf.apply(Z))
@@ -337,11 +339,11 @@ def test_synthesis_probabilities_route_each_distinct_record_once(ce, monkeypatch
         df[CAT], schema=infer_schema(df[CAT], categorical=CAT), synthesized=["Urban", "Marital"],
         random_seed=8)
     rf = model.forests_["Marital"]
-    X = np.column_stack([model._values[p] for p in model.predictors_["Marital"]]).astype(
-        np.float32)
+    fitted = model.state_.table.values
+    X = np.column_stack([fitted[p] for p in model.predictors_["Marital"]]).astype(np.float32)
     n_distinct = len(np.unique(X, axis=0))
     assert n_distinct < len(X) / 10  # two categorical predictors: few distinct rows
-    table, offs = model._tables["Marital"]
+    table, offs = model.state_.tables["Marital"]
     brute = sum(table[offs[b] + est.apply(X)].astype(np.float64)
                 for b, est in enumerate(rf.estimators_)) / len(rf.estimators_)
     seen = []

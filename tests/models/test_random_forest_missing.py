@@ -74,7 +74,8 @@ def test_rf_plugin_with_missing_values_uses_the_synthesizers_probabilities(fitte
     for col in syn.visit_sequence_:
         sel = np.flatnonzero(syn.records_[col])
         X = syn._matrix(syn.predictors_[col],
-                        lambda p, s=sel: (zv[p] if p in done else syn._values[p])[s].astype(float),
+                        lambda p, s=sel, y=syn.state_.table.values:
+                        (zv[p] if p in done else y[p])[s].astype(float),
                         syn.missing_).astype(np.float32)
         P = syn.predict_proba(col, X, np.arange(sel.size))
         P /= P.sum(axis=1, keepdims=True)

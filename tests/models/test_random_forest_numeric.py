@@ -84,10 +84,10 @@ def test_weights_and_draws_match_the_enumerated_forest(settings):
         R = 4_000 if bb else 20_000
         rng = np.random.default_rng(11)
         if bb:  # fresh Gamma(count) weights per call: calls of one draw per record
-            draws = np.stack([draw_donors(syn._tables["y"], leaves, rng, valid, True)
+            draws = np.stack([draw_donors(syn.state_.tables["y"], leaves, rng, valid, True)
                               for _ in range(R)])
         else:
-            draws = draw_donors(syn._tables["y"], np.repeat(leaves, R, axis=0), rng,
+            draws = draw_donors(syn.state_.tables["y"], np.repeat(leaves, R, axis=0), rng,
                                 None if valid is None else np.repeat(valid, R, axis=0))
             draws = draws.reshape(n, R).T
         freq = np.stack([(draws == v).mean(axis=0) for v in values], axis=1)

@@ -37,7 +37,7 @@ def _fitted(ce, **kw):
 
 def test_leaf_kernels_are_silverman_on_the_bootstrap_copies(ce):
     syn = _fitted(ce)
-    donors = syn._tables["Income"]
+    donors = syn.state_.tables["Income"]
     leaves = np.flatnonzero(donors["size"] > 0)
     lo, hi, h = leaf_kernels(donors, leaves, 0.5)
     for j, node in enumerate(leaves[:: max(1, leaves.size // 60)]):
@@ -60,7 +60,7 @@ def test_draws_follow_the_leaf_density(ce):
     """Many draws of one record in one tree: its leaf's truncated kernel density of the
     bootstrap copies (Kolmogorov–Smirnov against the mixture's CDF, and inside the support)."""
     syn = _fitted(ce, n_trees=1)
-    donors = syn._tables["Income"]
+    donors = syn.state_.tables["Income"]
     df = ce[0]
     X = np.column_stack([df[p].to_numpy(float) for p in syn.predictors_["Income"]])
     leaves = forest_apply_distinct(syn.forests_["Income"], X)

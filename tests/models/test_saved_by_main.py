@@ -60,3 +60,15 @@ def test_format_version_checked_alike_for_every_family(tmp_path, folder, version
     with pytest.raises(ValidationError, match=says) as err:
         load_model(tmp_path / folder)
     assert err.value.code == "MODEL_FORMAT_VERSION"
+
+
+@pytest.mark.parametrize("folder", ["cart", "random_forest", "pmm", "dpmpm"])
+def test_saved_by_main_has_the_identity_it_recorded(folder):
+    # the fitted state a loaded model describes (persisted_state) is the one saved: the
+    # identity its releases record is unchanged
+    from bayes_risk.data.provenance import model_id
+
+    meta = json.loads((SAVED / folder / "model.json").read_text(encoding="utf-8"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert model_id(load_model(SAVED / folder)) == meta["model_id"]

@@ -188,3 +188,81 @@ def test_save_before_fit_refused(tmp_path):
 
     with pytest.raises(NotFittedError, match="'save'"):
         CARTSynthesizer().save(tmp_path / "m")
+
+
+def _tamper(folder, arrays=None, state=None):
+    """Change the saved arrays (``{name: array}``) or fields of ``model.json``'s state and
+    record the checksums again: a folder consistent with itself, but not a fitted model."""
+    from bayes_risk.models.persistence import write_model_json
+
+    if arrays is not None:
+        with np.load(folder / "arrays.npz") as z:
+            saved = {k: z[k] for k in z.files}
+        saved.update(arrays)
+        np.savez(folder / "arrays.npz", **saved)
+    meta = json.loads((folder / "model.json").read_text())
+    if state is not None:
+        meta["state"].update(state)
+    write_model_json(folder, meta)
+
+
+@pytest.mark.parametrize(("make", "cols", "arrays", "says"), [
+    (lambda: CARTSynthesizer(random_seed=1), ["Tenure", "Income"],
+     {"records": np.ones(300, dtype=np.int8)}, "field 'records' holds int8 values, not booleans"),
+    (lambda: CARTSynthesizer(random_seed=1), ["Tenure", "Income"],
+     {"tree0.threshold": np.zeros(2)}, "field 'tree0.threshold' has shape (2,)"),
+    (lambda: RandomForestSynthesizer(n_trees=5, random_seed=1), ["Tenure"],
+     {"records0": np.ones(299, dtype=bool)}, "field 'records0' has shape (299,), not (300,)"),
+    (lambda: RandomForestSynthesizer(n_trees=5, random_seed=1), ["Tenure"],
+     {"forest0.left": np.zeros(3)}, "field 'forest0.left' holds float64 values"),
+    (lambda: SmallCellPMMSynthesizer(identifying=["Urban", "Marital", "Tenure"], threshold=3),
+     None, {"recipients": np.zeros(300)}, "field 'recipients' holds float64 values"),
+], ids=["cart-dtype", "cart-shape", "rf-shape", "rf-dtype", "pmm-dtype"])
+def test_tampered_arrays_refused_naming_file_and_field(ce, tmp_path, make, cols, arrays, says):
+    df, schema = ce
+    folder = make().fit(df, schema=schema, synthesized=cols).save(tmp_path / "m")
+    _tamper(folder, arrays=arrays)
+    with pytest.raises(ValidationError, match="damaged") as err:
+        load_model(folder)
+    assert err.value.code == "MODEL_DAMAGED"
+    assert str(folder) in str(err.value) and "arrays.npz" in str(err.value)
+    assert says in str(err.value)
+
+
+def test_tampered_state_refused_naming_the_field(saved_cart):
+    _tamper(saved_cart, state={"n_records": 299})
+    with pytest.raises(ValidationError, match="n_records is 299") as err:
+        load_model(saved_cart)
+    assert err.value.code == "MODEL_DAMAGED"
+
+
+def test_state_that_is_no_object_refused(saved_cart):
+    from bayes_risk.models.persistence import write_model_json
+
+    meta = json.loads((saved_cart / "model.json").read_text())
+    meta["state"] = [1, 2]
+    write_model_json(saved_cart, meta)
+    with pytest.raises(ValidationError, match="field 'state' is not an object") as err:
+        load_model(saved_cart)
+    assert err.value.code == "MODEL_DAMAGED"
+
+
+@pytest.mark.parametrize(("make", "cols"), [
+    (lambda: RandomForestSynthesizer(n_trees=5, group_by="Urban", min_group_size=120,
+                                     random_seed=1), ["Tenure", "Income"]),
+    (lambda: SmallCellPMMSynthesizer(identifying=["Urban", "Marital", "Tenure"], threshold=3),
+     None)], ids=["rf", "pmm"])
+def test_loaded_state_is_the_fitted_one(ce, tmp_path, make, cols):
+    import dataclasses
+
+    df, schema = ce
+    model = make().fit(df, schema=schema, synthesized=cols)
+    loaded = load_model(model.save(tmp_path / "m"))
+    # a frozen state_, of the class the fit made, that saves the same fields and arrays
+    assert dataclasses.is_dataclass(loaded.state_) and type(loaded.state_) is type(model.state_)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        loaded.state_.schema = None
+    (s1, a1), (s2, a2) = model.persisted_state(), loaded.persisted_state()
+    assert s1 == s2 and a1.keys() == a2.keys()
+    for k in a1:
+        np.testing.assert_array_equal(a1[k], a2[k])

@@ -24,7 +24,8 @@ def test_compiled_climb_routing_equals_the_vectorised_loop(seed, monkeypatch):
         if not preds:
             continue
         # predictors shuffled independently: level combinations no node saw (unroutable records)
-        X, codes = tree.design.matrix([rng.permutation(model._values[p]) for p in preds])
+        fitted = model.state_.table.values
+        X, codes = tree.design.matrix([rng.permutation(fitted[p]) for p in preds])
         monkeypatch.setattr(_trees, "COMPILED_ROUTE", True)
         node, flag = tree.route(X, codes, "climb")
         monkeypatch.setattr(_trees, "COMPILED_ROUTE", False)

@@ -68,7 +68,7 @@ class PluginBase:
         # columns with missing values ({} for complete data), encoded as the synthesizer does
         self._layout = dict(getattr(synthesizer, "missing_", None) or {})
         require_frame(original, "original")
-        n_fit = len(synthesizer._data)
+        n_fit = len(synthesizer.state_.table.data)
         if len(original) != n_fit:
             raise ValidationError(
                 f"original has {len(original)} rows; the synthesizer was fitted to {n_fit}.",
@@ -81,8 +81,9 @@ class PluginBase:
         self.schema_ = synthesizer.schema_
         self.original = original[self.schema_.names].reset_index(drop=True)
         self._vals = self._values(self.original)
+        fitted = synthesizer.state_.table.values
         for c in self.schema_.names:  # the trees' donors are the fitted rows: check the match
-            close = np.isclose(self._vals[c], np.asarray(synthesizer._values[c], dtype=np.float64),
+            close = np.isclose(self._vals[c], np.asarray(fitted[c], dtype=np.float64),
                                rtol=1e-12, atol=0.0, equal_nan=True)
             if not close.all():
                 r = int(np.flatnonzero(~close)[0])
