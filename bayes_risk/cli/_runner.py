@@ -15,49 +15,23 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from bayes_risk.cli import _common
+
 __all__ = ["Run"]
 
 
-def _read_model(args: argparse.Namespace, v: dict[str, Any]) -> Any:
-    from bayes_risk.cli._common import read_model
-
-    return read_model(args, v["original"])
-
-
-def _read_holdout(args: argparse.Namespace, v: dict[str, Any]) -> Any:
-    from bayes_risk.cli._common import read_holdout
-
-    return read_holdout(args)
-
-
-def _records(args: argparse.Namespace, v: dict[str, Any]) -> Any:
-    from bayes_risk.cli._common import parse_records
-
-    return parse_records(args.records, len(v["original"]))
-
-
-def _schema(args: argparse.Namespace, v: dict[str, Any]) -> Any:
-    from bayes_risk.cli._common import release_schema
-
-    return release_schema(v["original"], v["synthetic"], args)
-
-
-def _fresh_seed(args: argparse.Namespace, v: dict[str, Any]) -> int:
-    from bayes_risk.cli._common import run_seed
-
-    return run_seed(args)
-
-
-#: what a ``Run`` may read besides ORIGINAL and SYN: name -> (the function's keyword, reader);
-#: read in the order the row lists them, after the inputs
+#: what a ``Run`` may read besides ORIGINAL and SYN: name -> (the function's keyword, reader of
+#: the options and what was read before), read in the order the row lists them
 _READS: dict[str, tuple[str, Callable[[argparse.Namespace, dict[str, Any]], Any]]] = {
-    "holdout": ("holdout", _read_holdout),
-    "model": ("model", _read_model),
-    "records": ("records", _records),
-    "schema": ("schema", _schema),
+    "holdout": ("holdout", lambda args, v: _common.read_holdout(args)),
+    "model": ("model", lambda args, v: _common.read_model(args, v["original"])),
+    "records": ("records", lambda args, v: _common.parse_records(args.records,
+                                                                 len(v["original"]))),
+    "schema": ("schema", lambda args, v: _common.release_schema(v["original"], v["synthetic"],
+                                                                args)),
     "random_seed": ("random_seed", lambda args, v: args.random_seed),
     # the seed given, else a fresh one: recorded in summary.json, the run repeats exactly
-    "fresh_seed": ("random_seed", _fresh_seed),
+    "fresh_seed": ("random_seed", lambda args, v: _common.run_seed(args)),
     "progressbar": ("progressbar", lambda args, v: not args.quiet),
     "allow_other_model": ("allow_other_model", lambda args, v: args.allow_other_model),
 }
@@ -106,7 +80,6 @@ class Run:
     def __call__(self, args: argparse.Namespace) -> int:
         """Run the sub-command of ``args``; the exit status."""
         from bayes_risk._specs import argument_values, spec_values
-        from bayes_risk.cli._common import read_inputs, read_records_table, write_run
 
         given = vars(args)
         # the settings' checks before the inputs are read
@@ -116,9 +89,9 @@ class Run:
             keywords.update(argument_values(table, given))
         values: dict[str, Any] = {}
         if self.release:
-            values["original"], values["synthetic"] = read_inputs(args)
+            values["original"], values["synthetic"] = _common.read_inputs(args)
         else:
-            values["original"] = read_records_table(args.original, "ORIGINAL")
+            values["original"] = _common.read_records_table(args.original, "ORIGINAL")
         for name in self.reads:
             keyword, read = _READS[name]
             values[keyword] = read(args, values)
@@ -129,7 +102,7 @@ class Run:
         summary = result.to_dict()
         summary["inputs"] = {k: _given(given[k]) for k in self.inputs}
         tables = {file: _table(result, how) for file, how in self.tables.items()}
-        write_run(args, result.headline().splitlines(), summary,
+        _common.write_run(args, result.headline().splitlines(), summary,
                   tables={file: t for file, t in tables.items() if t is not None},
                   figures={file: (result, kind) for file, kind in self.figures.items()})
         return 0
