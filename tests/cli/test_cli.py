@@ -74,6 +74,23 @@ def test_building_the_parser_imports_nothing_heavy():
     assert out.stdout.strip() == "[] []", out.stdout + out.stderr
 
 
+@pytest.mark.parametrize("name", ["utility", "membership", "original_risk"])
+def test_every_row_of_the_runner_names_a_function_that_takes_its_arguments(name):
+    """A ``Run`` row names its library function as a string (the parser imports no engine):
+    the function exists, and takes the row's leading arguments, reads and spec keywords."""
+    import importlib
+    import inspect
+
+    from bayes_risk.cli._runner import _READS
+
+    row = importlib.import_module(f"bayes_risk.cli.parsers.{name}").RUN
+    module, _, function = row.function.partition(":")
+    params = inspect.signature(getattr(importlib.import_module(module), function)).parameters
+    names = [*row.positional, *(_READS[r][0] for r in row.reads), *row.specs]
+    assert list(params)[:len(row.positional)] == list(row.positional)
+    assert set(names) <= set(params), set(names) - set(params)
+
+
 def test_a_run_imports_only_its_own_module(tmp_path):
     """``bayes-risk utility`` imports its own code (its parser, whose row the runner runs), not
     the other sub-commands' (nor,
