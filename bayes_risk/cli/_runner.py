@@ -1,11 +1,5 @@
-"""The one runner of the sub-commands whose run is a library call (standard library only at
-module level: a parser declares its ``Run``).
-
-Such a run reads ORIGINAL (and the release SYN), builds the function's specs and arguments from
-the options (``bayes_risk._specs.spec_values`` / ``argument_values``: the library checks them),
-calls the function, and writes the result's ``to_dict`` with the inputs as ``summary.json``, its
-tables and figures, then prints the result's own ``headline()``.
-"""
+"""The one runner of the sub-commands whose run is one library call: a parser declares its
+``Run`` (standard library only at module level)."""
 
 from __future__ import annotations
 
@@ -19,16 +13,15 @@ from bayes_risk.cli import _common
 
 __all__ = ["Run"]
 
-
-#: what a ``Run`` may read besides ORIGINAL and SYN: name -> (the function's keyword, reader of
-#: the options and what was read before), read in the order the row lists them
+#: what a ``Run`` may read besides ORIGINAL and SYN, in the order it lists them: name -> (the
+#: function's keyword, reader of the options and of what was read before)
 _READS: dict[str, tuple[str, Callable[[argparse.Namespace, dict[str, Any]], Any]]] = {
     "holdout": ("holdout", lambda args, v: _common.read_holdout(args)),
     "model": ("model", lambda args, v: _common.read_model(args, v["original"])),
     "records": ("records", lambda args, v: _common.parse_records(args.records,
                                                                  len(v["original"]))),
-    "schema": ("schema", lambda args, v: _common.release_schema(v["original"], v["synthetic"],
-                                                                args)),
+    "schema": ("schema", lambda args, v: _common.release_schema(v["original"],
+                                                                v["synthetic"], args)),
     "random_seed": ("random_seed", lambda args, v: args.random_seed),
     # the seed given, else a fresh one: recorded in summary.json, the run repeats exactly
     "fresh_seed": ("random_seed", lambda args, v: _common.run_seed(args)),
@@ -39,30 +32,27 @@ _READS: dict[str, tuple[str, Callable[[argparse.Namespace, dict[str, Any]], Any]
 
 @dataclasses.dataclass(frozen=True)
 class Run:
-    """A sub-command run by the runner: what it reads, which function it calls, what it writes.
+    """A sub-command that reads ORIGINAL (and SYN, when its ``inputs`` name it), calls
+    ``function`` with the options' specs and arguments (the library checks them) and what it
+    ``reads``, writes the result's ``to_dict()`` with the ``inputs`` as ``summary.json``, its
+    ``tables`` and ``figures``, and prints the result's ``headline()``.
 
     Parameters
     ----------
     function : str
-        The library function, ``"module:name"`` written out (imported when the run starts).
+        The library function, ``"module:name"`` (imported when the run starts).
     specs : mapping
-        The function's keyword -> spec class, built from the spec's options before any file is
-        read.
+        Keyword -> spec class, built from its options before any file is read.
     arguments : tuple
-        The tables of the function's arguments whose options are passed when given.
-    release : bool
-        Whether the run reads the release SYN beside ORIGINAL.
+        The tables of the function's arguments (their options passed when given).
     reads : tuple of str
-        What else it reads, in order (``_READS``: ``holdout``, ``model``, ``records``,
-        ``schema``, ``random_seed``, ``fresh_seed``, ``progressbar``, ``allow_other_model``).
-    positional : tuple of str
-        The function's leading arguments, by name (``model``, ``original``, ``synthetic``).
+        The keywords of ``_READS`` it reads, in order, after ORIGINAL and SYN.
     inputs : tuple of str
-        The options recorded in ``summary.json``'s ``inputs``, in order, as given.
+        The options recorded in ``summary.json``'s ``inputs``, in order.
     tables : mapping
-        File name -> the result's attribute path (``"quality.shapes"``) or a function of the
-        result giving a DataFrame (written without its index) or a writer of the path; a
-        ``None`` table is not written.
+        File name -> an attribute path of the result (``"quality.shapes"``), or a function of
+        the result giving a DataFrame (written without its index), a writer of the path or
+        ``None`` (nothing written).
     figures : mapping
         File name -> the result's plot kind.
     """
@@ -70,9 +60,7 @@ class Run:
     function: str
     specs: Mapping[str, type] = dataclasses.field(default_factory=dict)
     arguments: tuple[Mapping[str, Any], ...] = ()
-    release: bool = True
     reads: tuple[str, ...] = ()
-    positional: tuple[str, ...] = ("original", "synthetic")
     inputs: tuple[str, ...] = ("original", "synthetic")
     tables: Mapping[str, str | Callable[[Any], Any]] = dataclasses.field(default_factory=dict)
     figures: Mapping[str, str] = dataclasses.field(default_factory=dict)
@@ -81,44 +69,31 @@ class Run:
         """Run the sub-command of ``args``; the exit status."""
         from bayes_risk._specs import argument_values, spec_values
 
-        given = vars(args)
-        # the settings' checks before the inputs are read
-        keywords: dict[str, Any] = {k: spec(**spec_values(spec, given))
-                                    for k, spec in self.specs.items()}
+        given = vars(args)  # the specs' checks come before any file is read
+        kw: dict[str, Any] = {k: spec(**spec_values(spec, given)) for k, spec in self.specs.items()}
         for table in self.arguments:
-            keywords.update(argument_values(table, given))
-        values: dict[str, Any] = {}
-        if self.release:
-            values["original"], values["synthetic"] = _common.read_inputs(args)
+            kw.update(argument_values(table, given))
+        if "synthetic" in self.inputs:
+            kw["original"], kw["synthetic"] = _common.read_inputs(args)
         else:
-            values["original"] = _common.read_records_table(args.original, "ORIGINAL")
+            kw["original"] = _common.read_records_table(args.original, "ORIGINAL")
         for name in self.reads:
-            keyword, read = _READS[name]
-            values[keyword] = read(args, values)
+            kw[_READS[name][0]] = _READS[name][1](args, kw)
         module, _, name = self.function.partition(":")
-        function = getattr(importlib.import_module(module), name)
-        leading = [values.pop(k) for k in self.positional]
-        result = function(*leading, **values, **keywords)
+        result = getattr(importlib.import_module(module), name)(**kw)
         summary = result.to_dict()
-        summary["inputs"] = {k: _given(given[k]) for k in self.inputs}
-        tables = {file: _table(result, how) for file, how in self.tables.items()}
+        summary["inputs"] = {k: None if given[k] is None else [str(v) for v in given[k]]
+                             if isinstance(given[k], list) else str(given[k]) for k in self.inputs}
+        tables = {file: how(result) if callable(how) else _attribute(result, how)
+                  for file, how in self.tables.items()}
         _common.write_run(args, result.headline().splitlines(), summary,
-                  tables={file: t for file, t in tables.items() if t is not None},
-                  figures={file: (result, kind) for file, kind in self.figures.items()})
+                          tables={file: t for file, t in tables.items() if t is not None},
+                          figures={file: (result, kind) for file, kind in self.figures.items()})
         return 0
 
 
-def _given(value: Any) -> Any:
-    """An input option as ``summary.json`` records it: paths as text, a list of them a list."""
-    if value is None:
-        return None
-    return [str(v) for v in value] if isinstance(value, list | tuple) else str(value)
-
-
-def _table(result: Any, how: str | Callable[[Any], Any]) -> Any:
-    """A table of ``result`` (:attr:`Run.tables`)."""
-    if callable(how):
-        return how(result)
-    for part in how.split("."):
+def _attribute(result: Any, path: str) -> Any:
+    """The attribute ``path`` (``"quality.shapes"``) of ``result``."""
+    for part in path.split("."):
         result = getattr(result, part)
     return result

@@ -17,7 +17,6 @@ RUN = Run("bayes_risk.membership.api:membership_risk",
           specs={"attack": AttackSpec, "ratio": RatioSpec}, arguments=(MEMBERSHIP_ARGUMENTS,),
           reads=("holdout", "model", "records", "progressbar", "random_seed",
                  "allow_other_model"),
-          positional=("model", "original", "synthetic"),
           inputs=("model", "original", "synthetic", "holdout", "records"),
           tables={"records.csv": lambda res: res.records.to_csv},
           figures={"p_member_hist.png": "p_member", "roc.png": "roc", "dcr.png": "dcr"})

@@ -25,8 +25,8 @@ def _suda_contributions(res: Any) -> Any:
 
 
 #: original_risk of ORIGINAL alone
-RUN = Run("bayes_risk.disclosure.original_risk:original_risk", arguments=(ORIGINAL_RISK_ARGUMENTS,),
-          release=False, positional=("original",), inputs=("original",),
+RUN = Run("bayes_risk.disclosure.original_risk:original_risk",
+          arguments=(ORIGINAL_RISK_ARGUMENTS,), inputs=("original",),
           tables={"records.csv": lambda res: lambda path: res.records.reset_index(
                       drop=True).to_csv(path, index_label="record"),
                   "suda_contributions.csv": _suda_contributions})
