@@ -100,11 +100,11 @@ def test_signal_before_the_run_installs_its_handlers_is_an_interrupt(signame):
 
 def _utility_with(handler, tmp_path, monkeypatch):
     """``bayes-risk utility`` whose work is ``handler(args)`` (in process)."""
-    import bayes_risk.cli.utility as utility_cli
+    from bayes_risk.cli._runner import Run
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "o.csv").write_text("a,b\n1,2\n")
-    monkeypatch.setattr(utility_cli, "run", handler)
+    monkeypatch.setattr(Run, "__call__", lambda self, args: handler(args))
     return ["utility", "o.csv", "o.csv", "--out", "out"]
 
 
@@ -199,7 +199,7 @@ def test_the_program_ends_a_run_that_does_not_stop_on_a_signal(tmp_path):
     (tmp_path / "o.csv").write_text("a,b\n1,2\n")
     code = (
         "import sys, time\n"
-        "import bayes_risk.cli as c, bayes_risk.cli.utility as u\n"
+        "import bayes_risk.cli as c, bayes_risk.cli._runner as u\n"
         "from bayes_risk.cli._run import output_dir\n"
         "def run(args):\n"
         "    with output_dir(args) as tmp:\n"
@@ -210,7 +210,7 @@ def test_the_program_ends_a_run_that_does_not_stop_on_a_signal(tmp_path):
         "                time.sleep(0.05)\n"
         "            except KeyboardInterrupt:\n"
         "                pass\n"
-        "u.run = run\n"
+        "u.Run.__call__ = lambda self, args: run(args)\n"
         "sys.argv = ['bayes-risk', 'utility', 'o.csv', 'o.csv', '--out', 'out']\n"
         "c.console_main()\n")
     p = subprocess.Popen([sys.executable, "-c", code], cwd=tmp_path, stderr=subprocess.PIPE,

@@ -94,8 +94,8 @@ def test_interrupted_is_the_last_line_on_its_own_whatever_was_being_written(
         writer, cut, tmp_path, monkeypatch):
     """A real SIGINT that lands inside each kind of writer of a command's run: exit 130, the
     cut text ends its line, ``interrupted`` is the last line and stands alone."""
-    import bayes_risk.cli.utility as utility_cli
     from bayes_risk.cli import main
+    from bayes_risk.cli._runner import Run
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "o.csv").write_text("a,b\n1,2\n")
@@ -104,7 +104,7 @@ def test_interrupted_is_the_last_line_on_its_own_whatever_was_being_written(
         writer()
         return 0
 
-    monkeypatch.setattr(utility_cli, "run", handler)
+    monkeypatch.setattr(Run, "__call__", lambda self, args: handler(args))
     monkeypatch.setattr(_terminal, "PLAIN_INTERVAL", (0.0, 0.0))
     stream = _CutStream(cut)
     monkeypatch.setattr(sys, "stderr", stream)

@@ -52,14 +52,15 @@ def add_input_arguments(p: argparse.ArgumentParser, original: str = "",
 NO_SEED = object()
 
 
-def add_run_arguments(p: argparse.ArgumentParser, handler: str, out: str, *,
+def add_run_arguments(p: argparse.ArgumentParser, handler: Any, out: str, *,
                       seed: Any = None, dask: str | None = None, check: str | None = None,
                       other_model: bool = False) -> None:
     """The options every run shares, in this order: ``--random-seed`` (default ``seed``;
     left out for ``NO_SEED``), Dask's (``dask``: the unit of a task), ``--quiet``,
     ``--allow-different-original`` (``check``: what ORIGINAL made), ``--allow-other-model``,
-    ``--out`` (``out``: what it holds); ``handler`` is the module whose ``run(args)`` runs the
-    sub-command (``"bayes_risk.cli.attribute"``), imported when it runs."""
+    ``--out`` (``out``: what it holds); ``handler`` runs the sub-command: its ``Run`` (the
+    runner's row, ``bayes_risk.cli._runner``), or the module whose ``run(args)`` runs it
+    (``"bayes_risk.cli.attribute"``), imported when it runs."""
     from bayes_risk.cli.parsers import Handler
 
     if seed is not NO_SEED:
@@ -82,7 +83,7 @@ def add_run_arguments(p: argparse.ArgumentParser, handler: str, out: str, *,
                        "those of --model, and the run records warning MODEL_DIFFERS in "
                        "summary.json")
     add_out_argument(p, out)
-    p.set_defaults(handler=Handler(handler))
+    p.set_defaults(handler=Handler(handler) if isinstance(handler, str) else handler)
 
 
 def add_model_function_argument(p: argparse.ArgumentParser) -> None:

@@ -38,15 +38,10 @@ def run(args: argparse.Namespace) -> int:
                               **argument_values(DISCLOSURE_ARGUMENTS, vars(args)))
     d = res.to_dict()
     d["inputs"] = inputs_summary(args)
-    summary = res.summary()
-    header = dict(summary.header)
-    head = (f"Disclosure measures for {header['original records']} original records and "
-            f"{header['synthetic datasets m']} synthetic dataset(s)")
-    # the rendered summary without its title lines (said in the head line); tables stay aligned
-    body = summary.as_text().strip().splitlines()[2:]
+    lines = res.summary().as_text().strip().splitlines()
     if diff is not None:
-        body += ["", *diff.summary().as_text().strip().splitlines()]
-    write_run(args, [head, *body], d, tables={
+        lines += ["", *diff.summary().as_text().strip().splitlines()]
+    write_run(args, lines, d, tables={
         "ident.csv": res.ident, "attrib.csv": res.attrib, "allCAPs.csv": res.allCAPs,
         "replicated_uniques.csv": res.replicated_uniques.table,
         **({} if diff is None else _differencing(diff, args))})

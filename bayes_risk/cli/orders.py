@@ -49,9 +49,7 @@ def run(args: argparse.Namespace) -> int:
                                progressbar=not args.quiet)
     out = res.to_dict()
     out["settings"]["random_seed"] = args.random_seed
-    write_run(args, [f"{len(orders)} visit orders ({args.method}, m = {args.m} each): mean "
-                     "pMSE, pMSE ratio and identification risk per order",
-                     *res.table.to_string(index=False).splitlines()], out,
+    write_run(args, res.summary().as_text().strip().splitlines(), out,
               tables={"orders.csv": res.table})
     return 0
 

@@ -74,8 +74,26 @@ def test_building_the_parser_imports_nothing_heavy():
     assert out.stdout.strip() == "[] []", out.stdout + out.stderr
 
 
+@pytest.mark.parametrize("name", ["utility", "membership", "original_risk"])
+def test_every_row_of_the_runner_names_a_function_that_takes_its_arguments(name):
+    """A ``Run`` row names its library function as a string (the parser imports no engine):
+    the function exists, and takes the row's inputs, reads and spec keywords by name."""
+    import importlib
+    import inspect
+
+    from bayes_risk.cli._runner import _READS
+
+    row = importlib.import_module(f"bayes_risk.cli.parsers.{name}").RUN
+    module, _, function = row.function.partition(":")
+    params = inspect.signature(getattr(importlib.import_module(module), function)).parameters
+    names = [*({"original", "synthetic"} & set(row.inputs)), *(_READS[r][0] for r in row.reads),
+             *row.specs]
+    assert set(names) <= set(params), set(names) - set(params)
+
+
 def test_a_run_imports_only_its_own_module(tmp_path):
-    """``bayes-risk utility`` imports the utility run, not the other sub-commands' runs (nor,
+    """``bayes-risk utility`` imports its own code (its parser, whose row the runner runs), not
+    the other sub-commands' (nor,
     through them, the Bayesian models), nor the libraries its default pMSE and interval overlap
     do not use: scipy.stats (its t, normal, chi-square and F values come from scipy.special),
     scikit-learn (CART propensity only), statsmodels (--formula only) and the rest (issue 49:
@@ -91,7 +109,8 @@ def test_a_run_imports_only_its_own_module(tmp_path):
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    assert main(['utility', 'o.csv', 's.csv', '--categorical', 'a', '--max-order',\n"
         "                 '0', '-q', '--out', 'u']) == 0\n"
-        "print([c for c in SUBCOMMANDS if 'bayes_risk.cli.' + c in sys.modules],\n"
+        "print([c for c in SUBCOMMANDS if {'bayes_risk.cli.' + c, 'bayes_risk.cli.parsers.' + c}\n"
+        "       & set(sys.modules)],\n"
         "      [m for m in ('pymc', 'arviz', 'bayes_risk.models', 'scipy.stats', 'sklearn',\n"
         "                   'statsmodels', 'numba', 'matplotlib', 'dask', 'xarray')\n"
         "       if m in sys.modules])\n"
@@ -149,7 +168,8 @@ def test_a_command_imports_nothing_its_path_never_uses(command, tmp_path):
         "with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():\n"
         "    warnings.simplefilter('ignore')\n"
         f"    assert main([{command!r}, *{args!r}, '-q', '--out', 'out']) == 0\n"
-        "print([c for c in SUBCOMMANDS if 'bayes_risk.cli.' + c in sys.modules],\n"
+        "print([c for c in SUBCOMMANDS if {'bayes_risk.cli.' + c, 'bayes_risk.cli.parsers.' + c}\n"
+        "       & set(sys.modules)],\n"
         f"      [m for m in {never!r} if m in sys.modules])\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

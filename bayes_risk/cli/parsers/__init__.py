@@ -1,5 +1,6 @@
-"""The sub-commands' arguments: ``bayes_risk.cli.parsers.NAME.add_parser(sub)`` with
-``handler=Handler("bayes_risk.cli.NAME")``; only the standard library and light helpers are
+"""The sub-commands' arguments: ``bayes_risk.cli.parsers.NAME.add_parser(sub)`` with the
+handler, the command's row of the runner (``RUN``, a ``bayes_risk.cli._runner.Run``) or
+``Handler("bayes_risk.cli.NAME")``; only the standard library and light helpers are
 imported (a test checks ``sys.modules``). The options of a spec's fields are declared by the spec
 (:func:`add_spec_options`; the spec modules import no numpy at module level).
 """

@@ -1,4 +1,4 @@
-"""Arguments of ``bayes-risk membership`` (run: :mod:`bayes_risk.cli.membership`)."""
+"""``bayes-risk membership``: its arguments and its run (the runner's row)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,20 @@ import argparse
 from typing import Any
 
 from bayes_risk.cli._common import RECORDS_HELP, add_input_arguments, add_run_arguments
+from bayes_risk.cli._runner import Run
 from bayes_risk.cli.parsers import add_argument_options, add_spec_options
 from bayes_risk.membership.specs import MEMBERSHIP_ARGUMENTS, AttackSpec, RatioSpec
 
-__all__ = ["add_parser"]
+__all__ = ["add_parser", "RUN"]
+
+#: membership_risk of --model, ORIGINAL and SYN (records.csv with its index)
+RUN = Run("bayes_risk.membership.api:membership_risk",
+          specs={"attack": AttackSpec, "ratio": RatioSpec}, arguments=(MEMBERSHIP_ARGUMENTS,),
+          reads=("holdout", "model", "records", "progressbar", "random_seed",
+                 "allow_other_model"),
+          inputs=("model", "original", "synthetic", "holdout", "records"),
+          tables={"records.csv": lambda res: res.records.to_csv},
+          figures={"p_member_hist.png": "p_member", "roc.png": "roc", "dcr.png": "dcr"})
 
 _EPILOG = """\
 examples:
@@ -72,6 +82,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help=f"members to evaluate (default: all records): {RECORDS_HELP}")
     add_spec_options(p, AttackSpec, RatioSpec)
     add_argument_options(p, MEMBERSHIP_ARGUMENTS)  # membership_risk's, declared by the library
-    add_run_arguments(p, "bayes_risk.cli.membership", "records.csv, summary.json and plots",
+    add_run_arguments(p, RUN, "records.csv, summary.json and plots",
                       check="the --model", other_model=True)
     return p

@@ -1,4 +1,4 @@
-"""Arguments of ``bayes-risk original-risk`` (run: :mod:`bayes_risk.cli.original_risk`)."""
+"""``bayes-risk original-risk``: its arguments and its run (the runner's row)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,30 @@ import argparse
 from typing import Any
 
 from bayes_risk.cli._common import NO_SEED, add_input_arguments, add_run_arguments
+from bayes_risk.cli._runner import Run
 from bayes_risk.cli.parsers import add_argument_options
 from bayes_risk.disclosure.specs import ORIGINAL_RISK_ARGUMENTS
 
-__all__ = ["add_parser"]
+__all__ = ["add_parser", "RUN"]
+
+
+def _suda_contributions(res: Any) -> Any:
+    """Each key's share of the SUDA2 score, then each level's (``None`` without SUDA2)."""
+    if res.suda is None:
+        return None
+    import pandas as pd
+
+    lev = res.suda["attribute_level_contributions"].rename(columns={"attribute": "level"})
+    tot = res.suda["attribute_contributions"].assign(level="(all)")
+    return pd.concat([tot, lev], ignore_index=True)[["variable", "level", "contribution"]]
+
+
+#: original_risk of ORIGINAL alone
+RUN = Run("bayes_risk.disclosure.original_risk:original_risk",
+          arguments=(ORIGINAL_RISK_ARGUMENTS,), inputs=("original",),
+          tables={"records.csv": lambda res: lambda path: res.records.reset_index(
+                      drop=True).to_csv(path, index_label="record"),
+                  "suda_contributions.csv": _suda_contributions})
 
 
 _EPILOG = """\
@@ -53,7 +73,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     add_input_arguments(p, synthetic=None)
     # the arguments of original_risk, declared with their checks by the library
     add_argument_options(p, ORIGINAL_RISK_ARGUMENTS)
-    add_run_arguments(p, "bayes_risk.cli.original_risk",
+    add_run_arguments(p, RUN,
                       "records.csv, suda_contributions.csv and summary.json",
                       seed=NO_SEED)
     return p

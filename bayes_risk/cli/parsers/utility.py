@@ -1,4 +1,4 @@
-"""Arguments of ``bayes-risk utility`` (run: :mod:`bayes_risk.cli.utility`)."""
+"""``bayes-risk utility``: its arguments and its run (the runner's row)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,18 @@ from typing import Any
 
 from bayes_risk._utility_specs import UTILITY_ARGUMENTS, OverlapSpec, PropensitySpec
 from bayes_risk.cli._common import add_input_arguments, add_run_arguments, add_type_arguments
+from bayes_risk.cli._runner import Run
 from bayes_risk.cli.parsers import add_argument_options, add_spec_options
 
-__all__ = ["add_parser"]
+__all__ = ["add_parser", "RUN"]
+
+#: utility_summary of ORIGINAL and SYN (synthesized: default the release's)
+RUN = Run("bayes_risk.utility.summary:utility_summary",
+          specs={"propensity": PropensitySpec, "overlap": OverlapSpec},
+          arguments=(UTILITY_ARGUMENTS,), reads=("schema", "fresh_seed", "progressbar"),
+          tables={"overlap.csv": "overlap", "tables.csv": "tables.tables",
+                  "marginals.csv": "marginals", "quality.csv": "quality.shapes",
+                  "quality_pairs.csv": "quality.pair_trends", "comparison.csv": "comparison"})
 
 
 _EPILOG = """\
@@ -58,7 +67,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     add_type_arguments(p)
     add_argument_options(p, UTILITY_ARGUMENTS)  # utility_summary's, declared by the library
     add_spec_options(p, PropensitySpec, OverlapSpec)
-    add_run_arguments(p, "bayes_risk.cli.utility",
+    add_run_arguments(p, RUN,
                       "summary.json, overlap.csv, tables.csv, marginals.csv, quality.csv, "
                       "quality_pairs.csv and comparison.csv",
                       check="the release SYN")

@@ -1,0 +1,99 @@
+"""The one runner of the sub-commands whose run is one library call: a parser declares its
+``Run`` (standard library only at module level)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from bayes_risk.cli import _common
+
+__all__ = ["Run"]
+
+#: what a ``Run`` may read besides ORIGINAL and SYN, in the order it lists them: name -> (the
+#: function's keyword, reader of the options and of what was read before)
+_READS: dict[str, tuple[str, Callable[[argparse.Namespace, dict[str, Any]], Any]]] = {
+    "holdout": ("holdout", lambda args, v: _common.read_holdout(args)),
+    "model": ("model", lambda args, v: _common.read_model(args, v["original"])),
+    "records": ("records", lambda args, v: _common.parse_records(args.records,
+                                                                 len(v["original"]))),
+    "schema": ("schema", lambda args, v: _common.release_schema(v["original"],
+                                                                v["synthetic"], args)),
+    "random_seed": ("random_seed", lambda args, v: args.random_seed),
+    # the seed given, else a fresh one: recorded in summary.json, the run repeats exactly
+    "fresh_seed": ("random_seed", lambda args, v: _common.run_seed(args)),
+    "progressbar": ("progressbar", lambda args, v: not args.quiet),
+    "allow_other_model": ("allow_other_model", lambda args, v: args.allow_other_model),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """A sub-command that reads ORIGINAL (and SYN, when its ``inputs`` name it), calls
+    ``function`` with the options' specs and arguments (the library checks them) and what it
+    ``reads``, writes the result's ``to_dict()`` with the ``inputs`` as ``summary.json``, its
+    ``tables`` and ``figures``, and prints the result's ``headline()``.
+
+    Parameters
+    ----------
+    function : str
+        The library function, ``"module:name"`` (imported when the run starts).
+    specs : mapping
+        Keyword -> spec class, built from its options before any file is read.
+    arguments : tuple
+        The tables of the function's arguments (their options passed when given).
+    reads : tuple of str
+        The keywords of ``_READS`` it reads, in order, after ORIGINAL and SYN.
+    inputs : tuple of str
+        The options recorded in ``summary.json``'s ``inputs``, in order.
+    tables : mapping
+        File name -> an attribute path of the result (``"quality.shapes"``), or a function of
+        the result giving a DataFrame (written without its index), a writer of the path or
+        ``None`` (nothing written).
+    figures : mapping
+        File name -> the result's plot kind.
+    """
+
+    function: str
+    specs: Mapping[str, type] = dataclasses.field(default_factory=dict)
+    arguments: tuple[Mapping[str, Any], ...] = ()
+    reads: tuple[str, ...] = ()
+    inputs: tuple[str, ...] = ("original", "synthetic")
+    tables: Mapping[str, str | Callable[[Any], Any]] = dataclasses.field(default_factory=dict)
+    figures: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    def __call__(self, args: argparse.Namespace) -> int:
+        """Run the sub-command of ``args``; the exit status."""
+        from bayes_risk._specs import argument_values, spec_values
+
+        given = vars(args)  # the specs' checks come before any file is read
+        kw: dict[str, Any] = {k: spec(**spec_values(spec, given)) for k, spec in self.specs.items()}
+        for table in self.arguments:
+            kw.update(argument_values(table, given))
+        if "synthetic" in self.inputs:
+            kw["original"], kw["synthetic"] = _common.read_inputs(args)
+        else:
+            kw["original"] = _common.read_records_table(args.original, "ORIGINAL")
+        for name in self.reads:
+            kw[_READS[name][0]] = _READS[name][1](args, kw)
+        module, _, name = self.function.partition(":")
+        result = getattr(importlib.import_module(module), name)(**kw)
+        summary = result.to_dict()
+        summary["inputs"] = {k: None if given[k] is None else [str(v) for v in given[k]]
+                             if isinstance(given[k], list) else str(given[k]) for k in self.inputs}
+        tables = {file: how(result) if callable(how) else _attribute(result, how)
+                  for file, how in self.tables.items()}
+        _common.write_run(args, result.headline().splitlines(), summary,
+                          tables={file: t for file, t in tables.items() if t is not None},
+                          figures={file: (result, kind) for file, kind in self.figures.items()})
+        return 0
+
+
+def _attribute(result: Any, path: str) -> Any:
+    """The attribute ``path`` (``"quality.shapes"``) of ``result``."""
+    for part in path.split("."):
+        result = getattr(result, part)
+    return result
