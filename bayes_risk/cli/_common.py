@@ -484,6 +484,8 @@ def print_summary(lines: Sequence[str], out: str | Path,
         names = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
         if len(names) > 6:  # m synthetic datasets: the first and last few
             names = [*names[:3], "...", *names[-2:]]
+        if len(lines) > 1 and set(lines[1].strip()) == {"="}:
+            lines = [lines[0], *lines[2:]]  # a summary's title is the headline, not underlined
         # (a demo's steps write into its temporary folder: their lines name the final one)
         body = [shown(lines[0]), *(f"  {shown(ln)}" for ln in lines[1:])]
         body.append(f"  wrote {shown(folder)}" + (f": {', '.join(names)}" if names else ""))
