@@ -380,8 +380,9 @@ def _warn_na_like(p: Path, df: pd.DataFrame, labels: Mapping[str, Sequence[str]]
 
 
 def csv_names(p: Path) -> list[str]:
-    """The column names of a CSV file's header (none for another format)."""
-    if p.suffix.lower() not in _CSV:
+    """The column names of a CSV file's header (none for another format, or for what is no
+    regular file: ``read_table`` names what it is, where opening a pipe would wait)."""
+    if p.suffix.lower() not in _CSV or not p.is_file():
         return []
     return _csv_row(_csv_header(p))
 
