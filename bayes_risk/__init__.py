@@ -49,7 +49,7 @@ _API: dict[str, str] = {
     "harmonise_levels": "bayes_risk.data.validate",
     "validate_synthetic": "bayes_risk.data.validate",
     "read_table": "bayes_risk.data.io",
-    "read_synthetic": "bayes_risk.data.io",
+    "read_synthetic": "bayes_risk.data.synthetic",
     "file_labels": "bayes_risk.data.statfiles",
     "make_ce_like": "bayes_risk.data.demo",
     "make_acs_like": "bayes_risk.data.demo",

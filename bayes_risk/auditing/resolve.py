@@ -59,7 +59,8 @@ def audit_inputs(original: Any, synthetic: Any, schema: Any, categorical: Any,
     """
     from bayes_risk.data import SyntheticData, infer_schema
     from bayes_risk.data.alignment import warn_release_holds_original
-    from bayes_risk.data.io import read_synthetic, read_table
+    from bayes_risk.data.io import read_table
+    from bayes_risk.data.synthetic import read_synthetic
     from bayes_risk.data.validate import check_release_levels, release_only_levels
 
     if weights is not None and not isinstance(weights, str):

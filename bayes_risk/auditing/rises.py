@@ -58,7 +58,7 @@ def remedy_origin(release: Any) -> tuple[Any, list[dict[str, Any]], str | None]:
                              "before remedies recorded their source, so the release before it "
                              "cannot be read back")
     from bayes_risk._checksums import file_sha256
-    from bayes_risk.data.io import read_synthetic
+    from bayes_risk.data.synthetic import read_synthetic
     from bayes_risk.exceptions import BayesRiskError
 
     # a folder, or the plain files the remedy was given (paths as the remedy resolved them)

@@ -219,15 +219,16 @@ def read_records_table(path: str, argument: str,
 
 def read_inputs(args: argparse.Namespace) -> tuple[pd.DataFrame, Any]:
     """ORIGINAL and the release SYN of a run (``--missing-code`` labels applied)."""
-    from bayes_risk.data.io import read_synthetic
+    from bayes_risk.data.synthetic import read_synthetic
 
     if getattr(args, "model_function", None) is not None and getattr(args, "model", None) in (
             None, "release"):
         raise ValidationError("--model-function names the function of a PyMC model folder given "
                               "as --model DIR; give --model DIR, or leave --model-function out.",
                               code="OPTION_REQUIRED")
-    labels = missing_labels(args)
-    original = read_records_table(args.original, "ORIGINAL", labels, numeric_columns(args))
+    # the options first, then the two reads: the original, then the release in one pass
+    numeric, labels = numeric_columns(args), missing_labels(args)
+    original = read_records_table(args.original, "ORIGINAL", labels, numeric)
     return original, read_synthetic(args.synthetic, like=original, missing_labels=labels,
                                     allow_different_original=args.allow_different_original,
                                     recoded=getattr(args, "recoded", None))

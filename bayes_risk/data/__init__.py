@@ -7,12 +7,12 @@ from bayes_risk.data.demo import (
     make_acs_like,
     make_ce_like,
 )
-from bayes_risk.data.io import read_synthetic, read_table, write_table
+from bayes_risk.data.io import read_table, write_table
 from bayes_risk.data.levels import level_codes
 from bayes_risk.data.normalise import SyntheticInput, as_synthetic_list, record_positions
 from bayes_risk.data.schema import ColumnSpec, Schema, infer_schema
 from bayes_risk.data.statfiles import FileLabels, file_labels
-from bayes_risk.data.synthetic import SyntheticData
+from bayes_risk.data.synthetic import SyntheticData, read_synthetic
 from bayes_risk.data.validate import (
     check_m,
     check_probability,

@@ -1,4 +1,5 @@
-"""Loaders for CSV and Parquet tables and for synthetic releases given as files or a folder."""
+"""Readers and writers of tables (CSV, Parquet, SAS, Stata, SPSS), and the alignment of a
+release's table to its original (the reading of a release: ``bayes_risk.data.synthetic``)."""
 
 from __future__ import annotations
 
@@ -14,11 +15,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bayes_risk.data.synthetic import MANIFEST_NAME, SyntheticData, check_distinct_files
-from bayes_risk.data.synthpop_rds import R_SUFFIXES, read_synthpop
 from bayes_risk.exceptions import DataWarning, SchemaError, ValidationError, arg_name
 
-__all__ = ["read_table", "write_table", "write_csv", "read_synthetic"]
+__all__ = ["read_table", "write_table", "write_csv"]
 
 _CSV = {".csv", ".txt"}
 _PARQUET = {".parquet", ".pq"}
@@ -380,9 +379,10 @@ def _warn_na_like(p: Path, df: pd.DataFrame, labels: Mapping[str, Sequence[str]]
                       DataWarning, stacklevel=3)
 
 
-def _csv_names(p: Path) -> list[str]:
-    """The column names of a CSV file's header (none for another format)."""
-    if p.suffix.lower() not in _CSV:
+def csv_names(p: Path) -> list[str]:
+    """The column names of a CSV file's header (none for another format, or for what is no
+    regular file: ``read_table`` names what it is, where opening a pipe would wait)."""
+    if p.suffix.lower() not in _CSV or not p.is_file():
         return []
     return _csv_row(_csv_header(p))
 
@@ -500,7 +500,7 @@ def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
     return bool(np.array_equal(a, b))
 
 
-def _share_unchanged_columns(table: pd.DataFrame, like: pd.DataFrame) -> pd.DataFrame:
+def share_unchanged_columns(table: pd.DataFrame, like: pd.DataFrame) -> pd.DataFrame:
     """``table`` with every numeric column that is bit for bit ``like``'s taken from ``like``
     (memory shared under copy-on-write; values, dtypes, order and index unchanged)."""
     if len(table) != len(like) or not table.index.equals(like.index):
@@ -512,105 +512,3 @@ def _share_unchanged_columns(table: pd.DataFrame, like: pd.DataFrame) -> pd.Data
         return table
     return pd.DataFrame({c: like[c] if c in shared else table[c].copy() for c in table.columns},
                         copy=False)
-
-
-def read_synthetic(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str], *,
-                   like: pd.DataFrame | None = None, allow_different_original: bool = False,
-                   missing_labels: Mapping[str, Sequence[str]] | None = None,
-                   recoded: Sequence[str] | None = None) -> SyntheticData:
-    """Read a synthetic release: a :class:`SyntheticData` folder, a synthpop ``syn()`` object
-    saved by R (``.rds``, ``.RData``: :func:`~bayes_risk.data.synthpop_rds.read_synthpop`), or
-    one file per dataset.
-
-    Parameters
-    ----------
-    paths : path or sequence of paths
-        Either a single folder written by :meth:`SyntheticData.save`, or CSV/Parquet files (one
-        per synthetic dataset, in release order).
-    like : DataFrame, optional
-        The original table: numbers stored as text where ``like`` is numeric are read as
-        numbers, and columns equal to ``like``'s share its memory.
-    allow_different_original : bool
-        A warning instead of an error for another original
-        (:meth:`SyntheticData.allow_different_original`).
-    missing_labels : mapping of str to sequence of str, optional
-        Texts that stand for a missing value, per column (:func:`read_table`).
-    recoded : sequence of str, optional
-        Columns the release recodes on purpose (:meth:`SyntheticData.declare_recoded`).
-    """
-    release = _read_synthetic(paths, like=like, allow_different_original=allow_different_original,
-                              missing_labels=missing_labels)
-    return release.declare_recoded(recoded) if recoded else release
-
-
-def _read_synthetic(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str], *,
-                    like: pd.DataFrame | None, allow_different_original: bool,
-                    missing_labels: Mapping[str, Sequence[str]] | None) -> SyntheticData:
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]
-    paths = [Path(p) for p in paths]
-    if not paths:
-        raise ValidationError("no synthetic dataset given; expected at least one file or folder.",
-                              code="OPTION_REQUIRED")
-    if len(paths) == 1 and paths[0].suffix.lower() in R_SUFFIXES:  # synthpop's syn() object
-        release = read_synthpop(paths[0])
-        if like is not None:
-            release = SyntheticData(
-                [_share_unchanged_columns(align_text_numbers(z, like), like)
-                 for z in release.datasets], method=release.method, settings=release.settings,
-                extra=release.extra, proper=release.proper, schema=release.schema)
-        return release.allow_different_original() if allow_different_original else release
-    if any(p.suffix.lower() in R_SUFFIXES for p in paths):
-        raise ValidationError("an R file holds a whole synthpop release (its syn() object); give "
-                              "it alone, not beside other files.", code="NOT_A_RELEASE")
-    if len(paths) == 1 and paths[0].is_dir():
-        if (paths[0] / MANIFEST_NAME).is_file():
-            release = SyntheticData.load(paths[0])
-            return release.allow_different_original() if allow_different_original else release
-        raise ValidationError(f"{str(paths[0])!r} is a folder without {MANIFEST_NAME}; pass the "
-                              "synthetic files themselves or a folder written by `bayes-risk "
-                              "synthesize`.", code="NOT_A_RELEASE")
-    for p in paths:
-        if p.is_dir():
-            raise ValidationError(f"{str(p)!r} is a folder; give either one SyntheticData folder "
-                                  "or data files.", code="NOT_A_RELEASE")
-    check_distinct_files(paths)  # a file given twice, or a link to another's
-    # each file's unsynthesized columns are shared with ``like`` as soon as it is read
-    labels = dict(missing_labels or {})
-    # a labelled column of a SAS, Stata or SPSS file is read as its codes where the original
-    # holds numbers (a column declared numeric there)
-    numeric = [] if like is None else [
-        str(c) for c in like.columns if pd.api.types.is_numeric_dtype(like[c].dtype)
-        and not pd.api.types.is_bool_dtype(like[c].dtype)]
-
-    def one(p: Path) -> pd.DataFrame:
-        # a label declared for a column this file lacks is reported by the column checks below
-        z = read_table(p, missing_labels={c: v for c, v in labels.items()
-                                          if c in _csv_names(p)} or None, strict=False,
-                       numeric=numeric)
-        if like is None:
-            return z
-        out = _share_unchanged_columns(align_text_numbers(z, like), like)
-        out.attrs.update(z.attrs)  # the file's value labels, compared with the original's
-        return out
-
-    tables = [one(p) for p in paths]
-    cols0 = list(tables[0].columns)
-    for p, z in zip(paths, tables, strict=True):
-        if len(z) == 0:
-            raise ValidationError(f"synthetic file {str(p)!r} has no records; expected one "
-                                  "dataset per file.", code="EMPTY_TABLE")
-        if set(z.columns) != set(cols0):
-            lacks = [c for c in cols0 if c not in z.columns]
-            extra = [c for c in z.columns if c not in cols0]
-            raise SchemaError(
-                f"synthetic file {str(p)!r} "
-                + (f"lacks column(s) {lacks}" if lacks else "")
-                + (" and " if lacks and extra else "")
-                + (f"has extra column(s) {extra}" if extra else "")
-                + f" compared with {str(paths[0])!r} (columns {cols0}).",
-                code="COLUMNS_DIFFER",
-            )
-    # columns are matched by name: a file written with another column order is reordered
-    tables = [z if list(z.columns) == cols0 else z[cols0] for z in tables]
-    return SyntheticData(tables, method="external", extra={"files": [str(p) for p in paths]})

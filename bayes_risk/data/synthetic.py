@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import os
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,9 +18,9 @@ from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import check_m, require_frame
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name
 
-__all__ = ["SyntheticData", "MANIFEST_NAME", "FORMAT_VERSION", "GENERATION_SCHEMES",
-           "generation_from_roles", "CHECKSUMS", "SAMPLING_FIELD", "SAMPLING_DESIGN",
-           "sampled_records", "REMOVED_ROWS", "released_records"]
+__all__ = ["SyntheticData", "read_synthetic", "MANIFEST_NAME", "FORMAT_VERSION",
+           "GENERATION_SCHEMES", "generation_from_roles", "CHECKSUMS", "SAMPLING_FIELD",
+           "SAMPLING_DESIGN", "sampled_records", "REMOVED_ROWS", "released_records"]
 
 #: how a release was generated (methods, Combining rules): partial synthesis; full synthesis
 #: redrawing the same n units; samples from synthetic populations; a sample of the census from
@@ -510,61 +510,7 @@ class SyntheticData:
         DataWarning
             ``RELEASE_UNVERIFIED``: a folder written before the manifest recorded checksums.
         """
-        from bayes_risk._checksums import checksum_problem
-
-        p = Path(path)
-        man = read_json(p / MANIFEST_NAME, f"{p} is not a SyntheticData folder: {MANIFEST_NAME} "
-                        "not found.", code="NOT_A_RELEASE")
-        if not isinstance(man, dict) or man.get("format") != "bayes-risk SyntheticData":
-            raise ValidationError(f"{p / MANIFEST_NAME} is not a bayes-risk SyntheticData "
-                                  "manifest.", code="NOT_A_RELEASE")
-        check_manifest(man, p)
-        check_distinct_files([p / f for f in man["files"]])  # a link to another dataset's file
-        sums = man.get(CHECKSUMS) or {}
-        body = {k: v for k, v in man.items() if k != CHECKSUMS}
-        version = man.get("format_version") or 0
-        if version > FORMAT_VERSION:
-            raise _bad_manifest(p, f"its format version {version} is newer than this "
-                                f"bayes-risk reads ({FORMAT_VERSION}); upgrade bayes-risk")
-        if not sums and version >= 2:
-            # deleted checksums are damage, not an older release (the checksums detect damage,
-            # not tampering: whoever can write a folder can write its checksums)
-            raise _damaged(p, f"{MANIFEST_NAME} records no checksums, which every release of "
-                           f"its format version {version} records")
-        if not sums:
-            _warn_unverified(p)
-        datasets = []
-        for fname in man["files"]:
-            f = p / fname
-            if not f.is_file():
-                raise ValidationError(f"{p}: dataset file {fname} listed in the manifest is "
-                                      "missing.", code="MANIFEST_INVALID")
-            if sums:  # before it is read: a truncated Parquet file is no pyarrow traceback
-                problem = checksum_problem(p, {fname: sums[fname]}, MANIFEST_NAME, body,
-                                           json_file=False)
-                if problem is not None:
-                    raise _damaged(p, problem)
-            datasets.append(_restore_categoricals(_read_or_damaged(f, man, p),
-                                                  man.get("categorical_dtypes")))
-        _check_datasets_match(man, p, datasets)
-        schema = _manifest_schema(man, p)
-        # last, so that a field's own check names it first: an edit the fields allow (another
-        # model_id, fingerprint or role) would otherwise pass as the release's provenance
-        problem = checksum_problem(p, sums, MANIFEST_NAME, body, files=False)
-        if problem is not None:
-            raise _bad_manifest(p, problem)
-        flags = None
-        if man.get("synthesized_records") is not None:
-            flags = np.zeros(int(man["n_records"]), dtype=bool)
-            flags[np.asarray(man["synthesized_records"], dtype=np.int64)] = True
-        return cls(datasets=datasets, method=man.get("method", "unknown"),
-                   settings=man.get("settings") or {}, random_seed=man.get("random_seed"),
-                   draw_index=man.get("draw_index"), schema=schema,
-                   synthesized_records=flags, extra=man.get("extra") or {},
-                   original_fingerprint=man.get("original_fingerprint"),
-                   generation=man.get("generation"), proper=man.get("proper"),
-                   imputed_columns=man.get("imputed_columns"), model_id=man.get("model_id"),
-                   folder=str(p.resolve()))
+        return _read_release(path, load=True)
 
     def equals(self, other: SyntheticData) -> bool:
         """True when datasets, provenance and schema are identical."""
@@ -572,6 +518,237 @@ class SyntheticData:
             return False
         same_data = all(a.equals(b) for a, b in zip(self.datasets, other.datasets, strict=False))
         return same_data and self.manifest() == other.manifest()
+
+
+
+def read_synthetic(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str], *,
+                   like: pd.DataFrame | None = None, allow_different_original: bool = False,
+                   missing_labels: Mapping[str, Sequence[str]] | None = None,
+                   recoded: Sequence[str] | None = None) -> SyntheticData:
+    """Read a synthetic release: a :class:`SyntheticData` folder, a synthpop ``syn()`` object
+    saved by R (``.rds``, ``.RData``: :func:`~bayes_risk.data.synthpop_rds.read_synthpop`), or
+    one file per dataset.
+
+    Parameters
+    ----------
+    paths : path or sequence of paths
+        Either a single folder written by :meth:`SyntheticData.save`, or CSV/Parquet files (one
+        per synthetic dataset, in release order).
+    like : DataFrame, optional
+        The original table: numbers stored as text where ``like`` is numeric are read as
+        numbers, and columns equal to ``like``'s share its memory.
+    allow_different_original : bool
+        A warning instead of an error for another original
+        (:meth:`SyntheticData.allow_different_original`).
+    missing_labels : mapping of str to sequence of str, optional
+        Texts that stand for a missing value, per column (:func:`read_table`).
+    recoded : sequence of str, optional
+        Columns the release recodes on purpose (:meth:`SyntheticData.declare_recoded`).
+    """
+    return _read_release(paths, original=like, allow_different_original=allow_different_original,
+                         missing_labels=missing_labels, recoded=recoded)
+
+
+def _read_release(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str], *,
+                  original: pd.DataFrame | None = None, allow_different_original: bool = False,
+                  missing_labels: Mapping[str, Sequence[str]] | None = None,
+                  recoded: Sequence[str] | None = None, load: bool = False) -> SyntheticData:
+    """The one reading of a release, each step once and in this order: what describes it (a
+    folder's manifest, an R file's ``syn()`` object, or the files themselves), its tables,
+    each aligned as soon as it is read (to the manifest's dtypes, or to ``original``: one
+    table's copies alive at a time), then the checks of the whole. ``load``: ``paths`` is the
+    folder given to :meth:`SyntheticData.load`, whose manifest is required."""
+    source = _manifest_source(Path(paths)) if load else _describe(paths)  # type: ignore[arg-type]
+    release = _checked(source, list(_tables(source, original, missing_labels)),
+                       allow_different_original)
+    return release.declare_recoded(recoded) if recoded else release
+
+
+@dataclass
+class _Source:
+    """What describes a release, read before its tables: the dataset files and, for a
+    folder, its checked manifest; for an R file, its ``syn()`` object's datasets and
+    provenance (R's file holds both)."""
+
+    files: list[Path]
+    folder: Path | None = None
+    manifest: dict[str, Any] | None = None
+    r_object: dict[str, Any] | None = None
+
+
+def _describe(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str]) -> _Source:
+    """The first step of ``_read_release`` for :func:`read_synthetic`'s ``paths``."""
+    from bayes_risk.data.synthpop_objects import R_SUFFIXES, read_syn_object
+
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    paths = [Path(p) for p in paths]
+    if not paths:
+        raise ValidationError("no synthetic dataset given; expected at least one file or folder.",
+                              code="OPTION_REQUIRED")
+    if len(paths) == 1 and paths[0].suffix.lower() in R_SUFFIXES:  # synthpop's syn() object
+        return _Source(paths, r_object=read_syn_object(paths[0]))
+    if any(p.suffix.lower() in R_SUFFIXES for p in paths):
+        raise ValidationError("an R file holds a whole synthpop release (its syn() object); give "
+                              "it alone, not beside other files.", code="NOT_A_RELEASE")
+    if len(paths) == 1 and paths[0].is_dir():
+        if (paths[0] / MANIFEST_NAME).is_file():
+            return _manifest_source(paths[0])
+        raise ValidationError(f"{str(paths[0])!r} is a folder without {MANIFEST_NAME}; pass the "
+                              "synthetic files themselves or a folder written by `bayes-risk "
+                              "synthesize`.", code="NOT_A_RELEASE")
+    for p in paths:
+        if p.is_dir():
+            raise ValidationError(f"{str(p)!r} is a folder; give either one SyntheticData folder "
+                                  "or data files.", code="NOT_A_RELEASE")
+    check_distinct_files(paths)  # a file given twice, or a link to another's
+    return _Source(paths)
+
+
+def _manifest_source(p: Path) -> _Source:
+    """A release folder's manifest, checked before any dataset is read by it."""
+    man = read_json(p / MANIFEST_NAME, f"{p} is not a SyntheticData folder: {MANIFEST_NAME} "
+                    "not found.", code="NOT_A_RELEASE")
+    if not isinstance(man, dict) or man.get("format") != "bayes-risk SyntheticData":
+        raise ValidationError(f"{p / MANIFEST_NAME} is not a bayes-risk SyntheticData "
+                              "manifest.", code="NOT_A_RELEASE")
+    check_manifest(man, p)
+    files = [p / f for f in man["files"]]
+    check_distinct_files(files)  # a link to another dataset's file
+    version = man.get("format_version") or 0
+    if version > FORMAT_VERSION:
+        raise _bad_manifest(p, f"its format version {version} is newer than this "
+                            f"bayes-risk reads ({FORMAT_VERSION}); upgrade bayes-risk")
+    if not man.get(CHECKSUMS) and version >= 2:
+        # deleted checksums are damage, not an older release (the checksums detect damage,
+        # not tampering: whoever can write a folder can write its checksums)
+        raise _damaged(p, f"{MANIFEST_NAME} records no checksums, which every release of "
+                       f"its format version {version} records")
+    if not man.get(CHECKSUMS):
+        _warn_unverified(p)
+    return _Source(files, folder=p, manifest=man)
+
+
+def _tables(source: _Source, original: pd.DataFrame | None,
+            labels: Mapping[str, Sequence[str]] | None) -> Iterator[pd.DataFrame]:
+    """The release's tables, each aligned (``_align``) as soon as it is read: no name
+    holds a table as read once it is aligned, so one such table is alive at a time."""
+    from bayes_risk._checksums import checksum_problem
+    from bayes_risk.data.io import csv_names, read_table
+
+    if source.r_object is not None:
+        for z in source.r_object["datasets"]:
+            yield _align(source, source.files[0], z, original)
+        return
+    man, p = source.manifest, source.folder
+    if man is not None and p is not None:
+        sums = man.get(CHECKSUMS) or {}
+        for fname, f in zip(man["files"], source.files, strict=True):
+            if not f.is_file():
+                raise ValidationError(f"{p}: dataset file {fname} listed in the manifest is "
+                                      "missing.", code="MANIFEST_INVALID")
+            if sums:  # before it is read: a truncated Parquet file is no pyarrow traceback
+                problem = checksum_problem(p, {fname: sums[fname]}, MANIFEST_NAME,
+                                           _manifest_body(man), json_file=False)
+                if problem is not None:
+                    raise _damaged(p, problem)
+            yield _align(source, f, _read_or_damaged(f, man, p), original)
+        return
+    # a labelled column of a SAS, Stata or SPSS file is read as its codes where the original
+    # holds numbers (a column declared numeric there)
+    numeric = [] if original is None else [
+        str(c) for c in original.columns if pd.api.types.is_numeric_dtype(original[c].dtype)
+        and not pd.api.types.is_bool_dtype(original[c].dtype)]
+    for f in source.files:
+        # a label declared for a column this file lacks is reported by the column checks
+        yield _align(source, f, read_table(f, missing_labels={
+            c: v for c, v in (labels or {}).items() if c in csv_names(f)} or None,
+            strict=False, numeric=numeric), original)
+
+
+def _align(source: _Source, f: Path, z: pd.DataFrame,
+           original: pd.DataFrame | None) -> pd.DataFrame:
+    """One table aligned: a folder's to the dtypes and categories its manifest records; a
+    file's to ``original`` (numbers stored as text read as numbers where it holds numbers,
+    and its unchanged columns sharing the original's memory)."""
+    from bayes_risk.data.io import align_text_numbers, share_unchanged_columns
+
+    man = source.manifest
+    if man is not None and source.folder is not None:
+        cats = man.get("categorical_dtypes") or {}
+        for c, t in (man.get("dtypes") or {}).items():
+            if c in z.columns and c not in cats and str(z[c].dtype) != t:
+                try:
+                    z[c] = z[c].astype(t)
+                except (TypeError, ValueError) as err:
+                    raise _bad_manifest(source.folder, f"{f.name}: column {c!r} cannot be read "
+                                        f"as {t} ({err})") from err
+        return _restore_categoricals(z, cats)
+    if original is None:
+        return z
+    out = share_unchanged_columns(align_text_numbers(z, original), original)
+    out.attrs.update(z.attrs)  # the file's value labels, compared with the original's
+    return out
+
+
+def _checked(source: _Source, tables: list[pd.DataFrame],
+             allow_different_original: bool) -> SyntheticData:
+    """The release of the aligned ``tables``, once they are checked against what describes
+    them: the manifest's sizes, columns, schema and checksum, or each other's columns."""
+    check = "warn" if allow_different_original else "error"
+    if source.r_object is not None:
+        return SyntheticData(tables, **{k: v for k, v in source.r_object.items()
+                                        if k != "datasets"}, original_check=check)
+    man, p = source.manifest, source.folder
+    if man is not None and p is not None:
+        from bayes_risk._checksums import checksum_problem
+
+        _check_datasets_match(man, p, tables)
+        schema = _manifest_schema(man, p)
+        # last, so that a field's own check names it first: an edit the fields allow (another
+        # model_id, fingerprint or role) would otherwise pass as the release's provenance
+        problem = checksum_problem(p, man.get(CHECKSUMS) or {}, MANIFEST_NAME,
+                                   _manifest_body(man), files=False)
+        if problem is not None:
+            raise _bad_manifest(p, problem)
+        flags = None
+        if man.get("synthesized_records") is not None:
+            flags = np.zeros(int(man["n_records"]), dtype=bool)
+            flags[np.asarray(man["synthesized_records"], dtype=np.int64)] = True
+        return SyntheticData(
+            datasets=tables, method=man.get("method", "unknown"),
+            settings=man.get("settings") or {}, random_seed=man.get("random_seed"),
+            draw_index=man.get("draw_index"), schema=schema, synthesized_records=flags,
+            extra=man.get("extra") or {}, original_fingerprint=man.get("original_fingerprint"),
+            generation=man.get("generation"), proper=man.get("proper"),
+            imputed_columns=man.get("imputed_columns"), model_id=man.get("model_id"),
+            folder=str(p.resolve()), original_check=check)
+    paths = source.files
+    cols0 = list(tables[0].columns)
+    for f, z in zip(paths, tables, strict=True):
+        if len(z) == 0:
+            raise ValidationError(f"synthetic file {str(f)!r} has no records; expected one "
+                                  "dataset per file.", code="EMPTY_TABLE")
+        if set(z.columns) != set(cols0):
+            lacks = [c for c in cols0 if c not in z.columns]
+            extra = [c for c in z.columns if c not in cols0]
+            raise SchemaError(
+                f"synthetic file {str(f)!r} "
+                + (f"lacks column(s) {lacks}" if lacks else "")
+                + (" and " if lacks and extra else "")
+                + (f"has extra column(s) {extra}" if extra else "")
+                + f" compared with {str(paths[0])!r} (columns {cols0}).",
+                code="COLUMNS_DIFFER",
+            )
+    # columns are matched by name: a file written with another column order is reordered
+    tables = [z if list(z.columns) == cols0 else z[cols0] for z in tables]
+    return SyntheticData(tables, method="external", extra={"files": [str(f) for f in paths]},
+                         original_check=check)
+
+
+def _manifest_body(man: dict[str, Any]) -> dict[str, Any]:
+    """The manifest's fields its own checksum covers (all but the checksums)."""
+    return {k: v for k, v in man.items() if k != CHECKSUMS}
 
 
 def _write_dataset(z: pd.DataFrame, f: Path, file_format: str, labels: Any,
@@ -588,7 +765,8 @@ def _write_dataset(z: pd.DataFrame, f: Path, file_format: str, labels: Any,
 
 
 def _read_dataset(f: Path, man: dict[str, Any], p: Path) -> pd.DataFrame:
-    """One dataset file of a release, with the dtypes the manifest records."""
+    """One dataset file of a release as its format holds it (its dtypes and categories: the
+    alignment, ``_align``)."""
     fmt = man.get("file_format") or "parquet"
     if fmt == "parquet":
         return pd.read_parquet(f)
@@ -613,13 +791,6 @@ def _read_dataset(f: Path, man: dict[str, Any], p: Path) -> pd.DataFrame:
         z.attrs.clear()
         if fmt == "xpt" and (p / LABELS_FILE).is_file():
             z = _levels_from_codes(z, read_json(p / LABELS_FILE, ""))
-    for c, t in dtypes.items():
-        if c in z.columns and c not in cats and str(z[c].dtype) != t:
-            try:
-                z[c] = z[c].astype(t)
-            except (TypeError, ValueError) as err:
-                raise _bad_manifest(p, f"{f.name}: column {c!r} cannot be read as {t} ({err})"
-                                    ) from err
     return z
 
 

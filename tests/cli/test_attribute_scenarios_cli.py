@@ -266,7 +266,7 @@ def test_rf_release_grown_within_groups_cli(tmp_path, capsys):
     ``attribute`` rebuilds the synthesizer and scores it (it was refused before)."""
     from bayes_risk import attribute_risk
     from bayes_risk.data import make_acs_like
-    from bayes_risk.data.io import read_synthetic
+    from bayes_risk.data.synthetic import read_synthetic
     from bayes_risk.models import plugin_likelihood, rebuild_synthesizer
 
     df = make_acs_like(60, random_seed=11)[["SEX", "AGE", "RACE", "MAR", "EDUC"]]

@@ -81,7 +81,7 @@ def test_cli_pooled_with_sweep(files, tmp_path):
     assert len(sw) == 6 * 3 and list(sw.columns) == ["radius", "dataset", "expected_match_risk",
                                                 "true_match_rate_targets"]
     assert (out / "radius_sweep.png").stat().st_size > 1000
-    from bayes_risk.data.io import read_synthetic
+    from bayes_risk.data.synthetic import read_synthetic
     from bayes_risk.identification.api import identification_risk
 
     direct = identification_risk(y, read_synthetic(paths[1:]),
@@ -159,7 +159,8 @@ def test_cli_compat_reproduces_reference(tmp_path):
 @pytest.mark.filterwarnings("ignore::bayes_risk.exceptions.DataWarning")
 def test_cli_records_output_modes(files, tmp_path):
     """--records-output: one row per target (default), per target and dataset, or no file."""
-    from bayes_risk.data.io import read_synthetic, read_table
+    from bayes_risk.data.io import read_table
+    from bayes_risk.data.synthetic import read_synthetic
     from bayes_risk.identification.api import identification_risk
 
     y, paths = files
@@ -210,7 +211,8 @@ def test_cli_records_output_modes(files, tmp_path):
 @pytest.mark.filterwarnings("ignore::bayes_risk.exceptions.DataWarning")
 def test_cli_pooled_records_are_the_library_records(files, tmp_path):
     """Pooled: records.csv (pyarrow's writer) reads back as the library's record table."""
-    from bayes_risk.data.io import read_synthetic, read_table
+    from bayes_risk.data.io import read_table
+    from bayes_risk.data.synthetic import read_synthetic
     from bayes_risk.identification.api import identification_risk
 
     y, paths = files

@@ -112,6 +112,27 @@ def test_a_pipe_inside_a_release_folder_is_refused(tmp_path, capsys, monkeypatch
         guard.done.set()
 
 
+@needs_fifo
+def test_a_synthetic_file_with_missing_labels_is_checked_before_its_header_is_read(tmp_path):
+    # the labels of a CSV release are matched to its header: a file that is missing, or a pipe,
+    # is the reader's error, not the header's (FileNotFoundError; a wait for a writer)
+    _table().to_csv(tmp_path / "syn.csv", index=False)
+    with pytest.raises(ValidationError, match="does not exist") as info:
+        read_synthetic([tmp_path / "syn.csv", tmp_path / "nope.csv"],
+                       missing_labels={"Income": ["NA"]})
+    assert info.value.code == "FILE_NOT_FOUND"
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)
+    guard = _writer_that_never_comes(fifo)
+    try:
+        with pytest.raises(ValidationError, match="named pipe") as info:
+            read_synthetic([tmp_path / "syn.csv", fifo], missing_labels={"Income": ["NA"]})
+        assert info.value.code == "NOT_A_REGULAR_FILE"
+        assert not guard.done.is_set()
+    finally:
+        guard.done.set()
+
+
 @pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero")
 def test_a_device_is_refused(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
