@@ -241,7 +241,7 @@ class MatchSpec:
         "--r-min", "floor of the percentage radius", metavar="R", type=float, group=MATCHING))
     quantile_groups: int = field(default=20, metadata=cli_option(
         "--quantile-groups", "number of quantile groups for --radius-type quantile-sd (default "
-        "20)", metavar="Q", type=int, group=MATCHING))
+        "20)", metavar="Q", type=int, group=MATCHING) | checked(Interval(int, 1)))
     window: Literal["closed", "open"] | None = field(default=None, metadata=cli_option(
         "--window", "|x-t| <= R (closed, default) or < R (open; the R package)",
         choices=WINDOWS, group=MATCHING) | checked([Options(WINDOWS), None]))
@@ -283,10 +283,6 @@ class MatchSpec:
             radius = _per_column(radius, "MatchSpec.radius")
         object.__setattr__(self, "radius", radius)
         object.__setattr__(self, "r_min", _per_column(self.r_min, "MatchSpec.r_min"))
-        q = self.quantile_groups
-        if not is_number(q) or int(q) != q or q < 1:
-            raise ValidationError(f"MatchSpec.quantile_groups must be an integer >= 1. Got {q!r}.")
-        object.__setattr__(self, "quantile_groups", int(q))
         strategy = self.strategy
         object.__setattr__(self, "strategy", parse_strategy(
             tuple(strategy) if isinstance(strategy, list) else strategy))
@@ -363,7 +359,7 @@ class PopulationSpec:
         | checked([Interval(float, 0, 1, closed="right"), None]))
     population_size: int | None = field(default=None, metadata=cli_option(
         "--n-pop", "population size (alternative to --sampling-fraction)", metavar="N",
-        type=int, group=INTRUDER))
+        type=int, group=INTRUDER) | checked([Interval(int, 1), None]))
     weights: str | Sequence[float] | np.ndarray | None = field(default=None, metadata=cli_option(
         "--weights", "survey weights of the original's records (a column of ORIGINAL): "
         "population counts estimated as the sum of the weights of the records sharing the "
@@ -431,10 +427,6 @@ class PopulationSpec:
             raise ValidationError(
                 "PopulationSpec.sampling_fraction: give sampling_fraction or population_size, "
                 "not both.")
-        if N is not None and (not is_number(N) or int(N) != N or N < 1):
-            raise ValidationError(
-                f"PopulationSpec.population_size must be an integer >= 1. Got {N!r}."
-            )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready description (data given as counts or weights are described, not copied)."""
