@@ -9,8 +9,7 @@ import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-import numpy as np
-
+from bayes_risk._constraints import Interval, check_value
 from bayes_risk._terminal import progress
 from bayes_risk.exceptions import BayesRiskError, ValidationError
 
@@ -42,14 +41,7 @@ def _distributed() -> Any:
 
 def check_partition_size(partition_size: Any, argument: str = "partition_size") -> int:
     """``partition_size`` as a positive int, or a :class:`ValidationError` naming it."""
-    if (
-        isinstance(partition_size, bool)
-        or not isinstance(partition_size, (int, np.integer))
-        or partition_size < 1
-    ):
-        raise ValidationError(
-            f"{argument} must be an integer >= 1 (records per task). Got {partition_size!r}.")
-    return int(partition_size)
+    return check_value(partition_size, Interval(int, 1), argument)
 
 
 @runtime_checkable
