@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from bayes_risk._constraints import Interval, Options, check_fields, checked
+from bayes_risk._constraints import Interval, Options, check_fields, check_value, checked
 from bayes_risk._specs import as_spec, cli_option, is_number
 from bayes_risk.exceptions import ValidationError, arg_name, has_option, on_command_line
 
@@ -141,14 +141,9 @@ KNOWN_SWEEP_ARGUMENTS: dict[str, dict[str, Any]] = {
 
 def _nonnegative(value: Any, what: str, column: str | None = None) -> float:
     """``value`` as a float, or a ValidationError naming ``what`` (and ``column``)."""
-    import numpy as np
-
-    if not is_number(value) or not np.isfinite(value) or value < 0:
-        shown = (arg_name(what) if column is None else f"{arg_name(what)} {column}"
-                 if on_command_line() and has_option(what) else f"{what}[{column!r}]")
-        raise ValidationError(f"{shown} must be a finite number >= 0. Got {value!r}.",
-                              code="INVALID_ARGUMENT")
-    return float(value)
+    shown = (arg_name(what) if column is None else f"{arg_name(what)} {column}"
+             if on_command_line() and has_option(what) else f"{what}[{column!r}]")
+    return check_value(value, Interval(float, 0), shown)
 
 
 def parse_strategy(strategy: Any) -> str | tuple[str, float]:
