@@ -9,7 +9,7 @@ import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from bayes_risk._constraints import Interval, check_value
+from bayes_risk._constraints import InstanceOf, Interval, check_value
 from bayes_risk._terminal import progress
 from bayes_risk.exceptions import BayesRiskError, ValidationError
 
@@ -164,10 +164,8 @@ def _resolve_client(client: Any) -> Any:
                 "scheduler address or a LocalCluster) or use bayes_risk.distributed.connect().",
                 code="NO_DASK_CLIENT"
             ) from err
-    if not isinstance(client, distributed.Client):
-        raise ValidationError(
-            f"client must be a distributed.Client or None. Got {type(client).__name__}.")
-    return client
+    return check_value(client, InstanceOf(distributed.Client, "a distributed.Client or None"),
+                       "client")
 
 
 def as_executor(executor: Any, *, partition_size: int | None = None) -> Executor:

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import Options, check_value
 from bayes_risk._rng import RandomSeed, as_generator, seed_to_json
 from bayes_risk.attribute.candidates import CandidateSpec, parse_candidates
 from bayes_risk.attribute.chains import ChainPlan, chain_plan
@@ -150,8 +151,7 @@ def _check_model(model: Any) -> bool:
             "(bayes_risk.CARTPlugin, bayes_risk.RFPlugin).",
             code="MODEL_UNSUITED"
         )
-    if model.model_class not in ("P", "O"):
-        raise ValidationError(f"model.model_class must be 'P' or 'O'. Got {model.model_class!r}.")
+    check_value(model.model_class, Options(("P", "O"), listed=True), "model.model_class")
     return is_plugin
 
 

@@ -153,9 +153,7 @@ def register_remedy(remedy: Remedy) -> Remedy:
     ValidationError
         When ``remedy`` is not a :class:`Remedy` or its name is taken (``INVALID_ARGUMENT``).
     """
-    if not isinstance(remedy, Remedy):
-        raise ValidationError(f"remedy must be a bayes_risk.designing.Remedy. Got "
-                              f"{type(remedy).__name__}.", code="INVALID_ARGUMENT")
+    check_value(remedy, InstanceOf(Remedy, "a bayes_risk.designing.Remedy"), "remedy")
     if remedy.name in REMEDIES:
         raise ValidationError(f"remedy {remedy.name!r} is already registered.",
                               code="INVALID_ARGUMENT")
