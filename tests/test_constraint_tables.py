@@ -159,6 +159,9 @@ ENTRIES: dict[str, Callable[..., Any]] = {
     "bayes_risk._attack_specs.LINKABILITY_ARGUMENTS":
         _attacks("linkability_risk", aux_columns=(["Age"], ["Income"])),
     "bayes_risk._attack_specs.INFERENCE_ARGUMENTS": _attacks("inference_risk", secret="Income"),
+    "bayes_risk.attribute.specs.LARGEST_VALUE_ARGUMENTS":
+        lambda d, **bad: bayes_risk.attribute.business.relative_difference(
+            d, [d], columns=["Income"], **bad),
     "bayes_risk._utility_specs.UTILITY_ARGUMENTS":
         lambda d, **bad: bayes_risk.utility_summary(d, [d], **bad),
     "bayes_risk.identification.specs.IDENTIFICATION_ARGUMENTS":
