@@ -33,7 +33,7 @@ NEIGHBOURS = ("tables of the same number of records n over the same cells (the c
 _POST_PROCESSING_KEEPS = ("bottom_top_coding", "smoothing")
 
 
-#: the arguments of :func:`dirichlet_epsilon` and :func:`dirichlet_alpha`, checked at once
+#: the arguments of ``dirichlet_epsilon`` and ``dirichlet_alpha``, checked at once
 _ARGUMENT_CHECKS = {"alpha": Interval(float, 0, closed="neither"),
                     "epsilon": Interval(float, 0, closed="neither"),
                     "n_records": Interval(int, 1), "m": Interval(int, 1)}

@@ -157,7 +157,7 @@ def _check_model(model: Any) -> bool:
 
 def _check_settings(*, prior: Any, original: Any) -> Any:
     """The arguments checked before any expensive work; returns the parsed prior (the
-    scenario is :class:`ScenarioSpec`'s, checked when built; the entry sends each kind it
+    scenario is ``ScenarioSpec``'s, checked when built; the entry sends each kind it
     does not prepare elsewhere)."""
     pr = parse_prior(prior)
     require_frame(original, "original")
@@ -381,7 +381,7 @@ def _augmented_fits(
 
 
 def _check_refit_draws(refit_draws: Any, model: Any, est: str, augmented: Any) -> None:
-    """``refit_draws`` (an integer >= 1: :class:`EstimatorSpec` checked it) applies only to
+    """``refit_draws`` (an integer >= 1: ``EstimatorSpec`` checked it) applies only to
     refits this function makes."""
     if refit_draws is None:
         return

@@ -49,8 +49,8 @@ REFIT_COST_HELP = (
 DEFAULT_DELTA = 0.05
 
 #: the arguments of :func:`~bayes_risk.attribute.largest_value.largest_value_risk` with their
-#: options of ``bayes-risk attribute`` (``delta`` is :func:`~bayes_risk.attribute.business.
-#: relative_difference`'s too, checked by the same constraint)
+#: options of ``bayes-risk attribute`` (``delta`` is ``relative_difference``'s too, checked
+#: by the same constraint)
 LARGEST_VALUE_ARGUMENTS: dict[str, dict[str, Any]] = {
     "column": cli_option("--column", "the magnitude column of the largest-value scenarios",
                          metavar="COL"),

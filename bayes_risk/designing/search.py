@@ -467,7 +467,7 @@ def design(
     return result
 
 
-#: the scalar arguments of :func:`design`, checked at once
+#: the scalar arguments of ``design``, checked at once
 _DESIGN_CHECKS = {
     "objective": Options(OBJECTIVES), "max_candidates": [Interval(int, 1), None],
     "confirm": [Interval(int, 1), None], "patience": [Interval(int, 1), None],

@@ -71,7 +71,7 @@ def _check_levels(df: pd.DataFrame, schema: Any, argument: str) -> None:
 
 
 def prior_probability(prior: float | str, n: int, population_size: int | None) -> float:
-    """The prior membership probability of :class:`AttackSpec`'s ``prior`` (the spec checked
+    """The prior membership probability of ``AttackSpec``'s ``prior`` (the spec checked
     the value, and that ``"sampling"`` has its ``population_size``); what is left is its
     relation to the data: ``N`` at least the ``n`` confidential records."""
     if prior == "balanced":
@@ -86,9 +86,9 @@ def prior_probability(prior: float | str, n: int, population_size: int | None) -
 
 
 def check_options(population: Any, bootstrap: int, model: Any = None, n: int = 0) -> None:
-    """The options of :func:`membership_risk` its specs do not check: ``population`` (its
+    """The options of ``membership_risk`` its specs do not check: ``population`` (its
     table's constraint), the memory of ``bootstrap`` replicates (the number checked by
-    :class:`AttackSpec`) and the look-alikes the model can draw."""
+    ``AttackSpec``) and the look-alikes the model can draw."""
     check_params(dict(population=population), argument_checks(MEMBERSHIP_ARGUMENTS))
     from bayes_risk._memory import check_memory
 
