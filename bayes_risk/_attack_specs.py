@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bayes_risk._constraints import Interval, checked
+from bayes_risk._constraints import Flag, Interval, checked
 from bayes_risk._specs import cli_option
 
 __all__ = ["SINGLING_OUT_ARGUMENTS", "LINKABILITY_ARGUMENTS", "INFERENCE_ARGUMENTS",
@@ -59,7 +59,8 @@ INFERENCE_ARGUMENTS: dict[str, dict[str, Any]] = {
         "--regression", "whether a guess is right within --tolerance (yes) or only when equal "
         "(no); auto (default): within it for a numeric secret, equal for a categorical one "
         "(anonymeter 1.1.0's own default is no)", choices=("auto", "yes", "no"),
-        parse={"auto": None, "yes": True, "no": False}.get, group="inference"),
+        parse={"auto": None, "yes": True, "no": False}.get, group="inference")
+        | checked([Flag(), None]),
     "tolerance": cli_option(
         "--tolerance", "largest relative difference |guess - value| / |guess| of a right "
         "numeric guess (default 0.05, anonymeter's)", type=float, metavar="T",
@@ -73,7 +74,8 @@ ATTACK_ARGUMENTS: dict[str, dict[str, Any]] = {
         "ORIGINAL and --holdout (default 500, anonymeter's; linkability and inference use at "
         "most the records of each table)", type=int, metavar="N") | checked(Interval(int, 1)),
     "confidence_level": cli_option(
-        "--confidence-level", "level of the intervals (default 0.95)", type=float, metavar="P"),
+        "--confidence-level", "level of the intervals (default 0.95)", type=float, metavar="P")
+        | checked(Interval(float, 0, 1, closed="neither")),
     "groups": cli_option(
         "--groups", "a categorical column: the risk of each group of attempts with one of its "
         "levels too, for every attack run (anonymeter's risk_for_groups, which groups "

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import Interval, Options, check_params
 from bayes_risk._terminal import progress
 from bayes_risk.data.missing import missing_mask
 from bayes_risk.data.validate import require_distinct
@@ -93,11 +94,8 @@ def planned(candidates: Any, *, kind: str, measure: str, bands: Any, max_size: A
     if len(cands) > 20:
         raise ValidationError(f"{arg_name(argument)}: at most 20 candidate variables. "
                               f"Got {len(cands)}.", code="INVALID_ARGUMENT")
-    if measure not in SHAPLEY_MEASURES[kind]:
-        raise ValidationError(f"measure must be one of {list(SHAPLEY_MEASURES[kind])}. "
-                              f"Got {measure!r}.")
-    if isinstance(bands, bool) or not isinstance(bands, (int, np.integer)) or bands < 1:
-        raise ValidationError(f"bands must be an integer >= 1. Got {bands!r}.")
+    check_params(dict(measure=measure, bands=bands),
+                 {"measure": Options(SHAPLEY_MEASURES[kind]), "bands": Interval(int, 1)})
     size, n_c = check_max_size(max_size, cands, argument), len(cands)
     n_planned = sum(math.comb(n_c, k) for k in range(size + 1))
     if n_planned > max_subsets:

@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from bayes_risk._constraints import Options, check_value
 from bayes_risk.exceptions import ValidationError, arg_name, on_command_line
 
 __all__ = ["Threshold", "CONVENTION", "EVIDENCE_FACTOR", "builtin_thresholds"]
@@ -81,9 +82,7 @@ class Threshold:
         if not isinstance(self.name, str) or not self.name.isidentifier():
             raise ValidationError(f"{where}: the name must be a Python identifier (it is "
                                   "thresholds' attribute).", code="MEASURE_BROKEN")
-        if self.side not in _SIDES:
-            raise ValidationError(f"{where}: side must be one of {list(_SIDES)}; got "
-                                  f"{self.side!r}.", code="MEASURE_BROKEN")
+        check_value(self.side, Options(tuple(_SIDES)), f"{where}: side", code="MEASURE_BROKEN")
         if not (isinstance(self.low, (int, float)) and isinstance(self.high, (int, float))
                 and self.low < self.high):
             raise ValidationError(f"{where}: expected low < high; got {self.low!r}, "

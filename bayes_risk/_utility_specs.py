@@ -10,7 +10,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from bayes_risk._constraints import Interval, Options, check_fields, checked
+from bayes_risk._constraints import (
+    InstanceOf,
+    Interval,
+    Options,
+    check_fields,
+    check_value,
+    checked,
+)
 from bayes_risk._specs import cli_option
 from bayes_risk.exceptions import ValidationError
 
@@ -196,9 +203,7 @@ class OverlapSpec:
             formulas = ((self.estimands,) if isinstance(self.estimands, str)
                         else tuple(self.estimands))
             for f in formulas:
-                if not isinstance(f, str):
-                    raise ValidationError(
-                        f"OverlapSpec.estimands must be formula strings. Got {f!r}.")
+                check_value(f, InstanceOf(str, "formula strings"), "OverlapSpec.estimands")
             object.__setattr__(self, "estimands", formulas)
         check_fields(self)
         if self.rules != "auto":

@@ -17,6 +17,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import Flag, InstanceOf, check_value
 from bayes_risk.exceptions import NotSupportedError, ValidationError
 
 __all__ = ["ESTIMATORS", "LIKELIHOODS", "MEMBER_CAPABILITIES", "Capabilities", "ModelInfo",
@@ -105,11 +106,9 @@ class ModelInfo:
                 f"{name}.required must be distinct names: 'synthesized' or settings of the "
                 f"model's __init__. Got {list(self.required)}.", code="BAD_MODEL_INFO")
         for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if f.type in ("bool", bool) and not isinstance(value, bool):
-                raise ValidationError(
-                    f"{name}.{f.name} must be True or False. Got {value!r}.",
-                    code="BAD_MODEL_INFO")
+            if f.type in ("bool", bool):
+                object.__setattr__(self, f.name, check_value(
+                    getattr(self, f.name), Flag(), f"{name}.{f.name}", code="BAD_MODEL_INFO"))
 
     def replace(self, **changes: Any) -> ModelInfo:
         """A copy with some fields changed (``dataclasses.replace``)."""
@@ -172,10 +171,8 @@ def capabilities(model: Any) -> Capabilities:
             "'Adding a model').",
             code="MODEL_INFO_MISSING")
     info = ModelInfo() if info is None else info
-    if not isinstance(info, ModelInfo):
-        raise ValidationError(
-            f"{name}.info must be a bayes_risk.ModelInfo. Got {type(info).__name__}.",
-            code="BAD_MODEL_INFO")
+    check_value(info, InstanceOf(ModelInfo, "a bayes_risk.ModelInfo"), f"{name}.info",
+                code="BAD_MODEL_INFO")
     if "neighbourhood" not in lik:
         lik -= {"neighbourhood_buffer"}
     est = tuple(e for e, members in ESTIMATORS.items() if all(has(m) for m in members))

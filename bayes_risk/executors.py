@@ -9,8 +9,7 @@ import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-import numpy as np
-
+from bayes_risk._constraints import InstanceOf, Interval, check_value
 from bayes_risk._terminal import progress
 from bayes_risk.exceptions import BayesRiskError, ValidationError
 
@@ -42,14 +41,7 @@ def _distributed() -> Any:
 
 def check_partition_size(partition_size: Any, argument: str = "partition_size") -> int:
     """``partition_size`` as a positive int, or a :class:`ValidationError` naming it."""
-    if (
-        isinstance(partition_size, bool)
-        or not isinstance(partition_size, (int, np.integer))
-        or partition_size < 1
-    ):
-        raise ValidationError(
-            f"{argument} must be an integer >= 1 (records per task). Got {partition_size!r}.")
-    return int(partition_size)
+    return check_value(partition_size, Interval(int, 1), argument)
 
 
 @runtime_checkable
@@ -172,10 +164,8 @@ def _resolve_client(client: Any) -> Any:
                 "scheduler address or a LocalCluster) or use bayes_risk.distributed.connect().",
                 code="NO_DASK_CLIENT"
             ) from err
-    if not isinstance(client, distributed.Client):
-        raise ValidationError(
-            f"client must be a distributed.Client or None. Got {type(client).__name__}.")
-    return client
+    return check_value(client, InstanceOf(distributed.Client, "a distributed.Client or None"),
+                       "client")
 
 
 def as_executor(executor: Any, *, partition_size: int | None = None) -> Executor:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 
+from bayes_risk._constraints import InstanceOf, check_value
 from bayes_risk._thresholds import Threshold
 from bayes_risk.auditing.outcome import Contributions, Measure, Need, StepCost, Work
 from bayes_risk.exceptions import ValidationError
@@ -116,9 +117,7 @@ def register(measure: Measure) -> Measure:
     ValidationError
         When ``measure`` is not a :class:`Measure`, or its name is taken (``MEASURE_CLASH``).
     """
-    if not isinstance(measure, Measure):
-        raise ValidationError(f"measure must be a bayes_risk.measures.Measure. Got "
-                              f"{type(measure).__name__}.", code="INVALID_ARGUMENT")
+    check_value(measure, InstanceOf(Measure, "a bayes_risk.measures.Measure"), "measure")
     _check_unique([*measures(), measure])
     _ADDED[measure.name] = measure
     return measure

@@ -13,6 +13,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from bayes_risk._constraints import Interval, check_params
 from bayes_risk.exceptions import ValidationError
 
 __all__ = ["PrivacyGuarantee", "beside_attribute", "dirichlet_alpha", "dirichlet_epsilon",
@@ -32,17 +33,14 @@ NEIGHBOURS = ("tables of the same number of records n over the same cells (the c
 _POST_PROCESSING_KEEPS = ("bottom_top_coding", "smoothing")
 
 
-def _positive(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-            math.isfinite(float(value)) and float(value) > 0):
-        raise ValidationError(f"{name} must be a finite number > 0. Got {value!r}.")
-    return float(value)
+#: the arguments of ``dirichlet_epsilon`` and ``dirichlet_alpha``, checked at once
+_ARGUMENT_CHECKS = {"alpha": Interval(float, 0, closed="neither"),
+                    "epsilon": Interval(float, 0, closed="neither"),
+                    "n_records": Interval(int, 1), "m": Interval(int, 1)}
 
 
-def _count(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValidationError(f"{name} must be an integer >= 1. Got {value!r}.")
-    return int(value)
+def _checked(**values: Any) -> dict[str, Any]:
+    return check_params(values, {k: _ARGUMENT_CHECKS[k] for k in values})
 
 
 def dirichlet_epsilon(*, alpha: float, n_records: int, m: int = 1) -> float:
@@ -74,8 +72,8 @@ def dirichlet_epsilon(*, alpha: float, n_records: int, m: int = 1) -> float:
     >>> round(dirichlet_epsilon(alpha=a, n_records=100, m=3), 12)
     3.0
     """
-    a = _positive(alpha, "alpha")
-    return _count(m, "m") * math.log1p(_count(n_records, "n_records") / a)
+    v = _checked(alpha=alpha, n_records=n_records, m=m)
+    return v["m"] * math.log1p(v["n_records"] / v["alpha"])
 
 
 def dirichlet_alpha(*, epsilon: float, n_records: int) -> float:
@@ -93,8 +91,8 @@ def dirichlet_alpha(*, epsilon: float, n_records: int) -> float:
     -------
     float
     """
-    e = _positive(epsilon, "epsilon")
-    return _count(n_records, "n_records") / math.expm1(e)
+    v = _checked(epsilon=epsilon, n_records=n_records)
+    return v["n_records"] / math.expm1(v["epsilon"])
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import Interval, Options, check_params
 from bayes_risk._rng import RandomSeed, child_sequence, seed_sequence
 from bayes_risk._terminal import progress
 from bayes_risk.exceptions import BayesRiskWarning, ValidationError, warning_code
@@ -167,13 +168,10 @@ def repeated_syntheses(
     if not ms or any(k < 1 for k in ms) or len(set(ms)) != len(ms):
         raise ValidationError(f"m must be distinct positive integers. Got {list(m)!r}.",
                               code="BAD_OPTION_VALUE")
-    if aggregation not in ("per_dataset", "pooled"):
-        raise ValidationError(
-            f"aggregation must be 'per_dataset' or 'pooled'. Got {aggregation!r}.",
-            code="BAD_OPTION_VALUE")
-    if int(n_repeats) < 1:
-        raise ValidationError(f"n_repeats must be at least 1. Got {n_repeats!r}.",
-                              code="BAD_OPTION_VALUE")
+    n_repeats = check_params(
+        dict(aggregation=aggregation, n_repeats=n_repeats),
+        {"aggregation": Options(("per_dataset", "pooled"), listed=True),
+         "n_repeats": Interval(int, 1)}, code="BAD_OPTION_VALUE")["n_repeats"]
     if not callable(getattr(synthesizer, "synthesize", None)):
         raise ValidationError(
             f"synthesizer must be a fitted synthesizer with a synthesize(m, random_seed=...) "

@@ -9,8 +9,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._attack_specs import INFERENCE_ARGUMENTS
 from bayes_risk._constraints import Interval, check_value
 from bayes_risk._rng import RandomSeed, as_generator
+from bayes_risk._specs import argument_checks
 from bayes_risk.attacks._inputs import attack_inputs, code_table, result_fields
 from bayes_risk.attacks.linkability import _scale, nearest_rows
 from bayes_risk.attacks.rates import (
@@ -153,8 +155,8 @@ def inference_risk(
     """
     level = check_confidence_level(confidence_level)
     tol = _tolerance(tolerance)
-    if regression is not None and not isinstance(regression, bool | np.bool_):
-        raise ValidationError(f"regression must be True, False or None. Got {regression!r}.")
+    regression = check_value(regression, argument_checks(INFERENCE_ARGUMENTS)["regression"],
+                             "regression")
     require_frame(original, "original")
     # the columns a default intruder knows: the schema's (a weights column is not a value)
     names = list(original.columns) if schema is None else list(schema.names)

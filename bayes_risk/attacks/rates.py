@@ -12,6 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from bayes_risk._attack_specs import ATTACK_ARGUMENTS
+from bayes_risk._constraints import check_value
+from bayes_risk._specs import argument_checks
 from bayes_risk.exceptions import ValidationError
 
 __all__ = ["SuccessRate", "AttackRisk", "success_rate", "attack_risk", "check_confidence_level",
@@ -69,15 +72,10 @@ class AttackRisk:
 
 
 def check_confidence_level(confidence_level: float) -> float:
-    """``confidence_level`` as a float in (0, 1), or a ``ValidationError`` naming it."""
-    try:
-        c = float(confidence_level)
-    except (TypeError, ValueError):
-        c = math.nan
-    if isinstance(confidence_level, bool) or not 0.0 < c < 1.0:
-        raise ValidationError(
-            f"confidence_level must be a number in (0, 1), e.g. 0.95. Got {confidence_level!r}.")
-    return c
+    """``confidence_level`` as a float in (0, 1), or a ``ValidationError`` naming it (the
+    constraint of its row of ``ATTACK_ARGUMENTS``)."""
+    return check_value(confidence_level, argument_checks(ATTACK_ARGUMENTS)["confidence_level"],
+                       "confidence_level")
 
 
 def _z(confidence_level: float) -> float:

@@ -17,7 +17,6 @@ from bayes_risk._specs import argument_checks
 from bayes_risk.attacks import predicates as pr
 from bayes_risk.attacks._inputs import attack_inputs, code_table, result_fields
 from bayes_risk.attacks.rates import (
-    check_confidence_level,
     group_labels,
     group_rows,
     rate_columns,
@@ -245,10 +244,11 @@ def singling_out_risk(
     >>> res.table[["dataset", "mode", "risk", "ci_low", "ci_high"]]  # doctest: +SKIP
     """
     modes = _check_modes(mode)
-    given = check_params(dict(n_attacks=n_attacks, n_cols=n_cols, max_attempts=max_attempts),
+    given = check_params(dict(n_attacks=n_attacks, n_cols=n_cols, max_attempts=max_attempts,
+                              confidence_level=confidence_level),
                          argument_checks({**SINGLING_OUT_ARGUMENTS, **ATTACK_ARGUMENTS}))
-    n_attacks, n_cols, max_attempts = (given[k] for k in ("n_attacks", "n_cols", "max_attempts"))
-    level = check_confidence_level(confidence_level)
+    n_attacks, n_cols, max_attempts, level = (
+        given[k] for k in ("n_attacks", "n_cols", "max_attempts", "confidence_level"))
     rng = as_generator(random_seed)
     inp = attack_inputs(original, synthetic, holdout, columns=columns, schema=schema,
                         categorical=categorical)

@@ -11,6 +11,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import Options, check_value
 from bayes_risk._memory import check_memory, working_bytes
 from bayes_risk._rng import RandomSeed
 from bayes_risk._specs import as_spec
@@ -535,10 +536,7 @@ def plot_prior_sensitivity(
     """
     from bayes_risk.results._base import own_figure, pyplot_axes
 
-    if measure not in _SENSITIVITY_MEASURES:
-        raise ValidationError(
-            f"measure must be one of {list(_SENSITIVITY_MEASURES)}. Got {measure!r}."
-        )
+    check_value(measure, Options(tuple(_SENSITIVITY_MEASURES)), "measure")
     alone, label = _SENSITIVITY_MEASURES[measure]
     need = ["prior", "flag_codes", "p_true", "baseline", measure, alone]
     missing = [c for c in dict.fromkeys(need) if c not in getattr(sensitivity, "columns", ())]

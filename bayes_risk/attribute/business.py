@@ -157,15 +157,15 @@ def relative_difference(original: pd.DataFrame, synthetic: Any, *, columns: Sequ
     1  own_record     125.0                0.375
     """
     from bayes_risk._constraints import Interval, check_value
-    from bayes_risk._specs import is_number
+    from bayes_risk._specs import argument_checks
+    from bayes_risk.attribute.specs import LARGEST_VALUE_ARGUMENTS
     from bayes_risk.results.business import RelativeDifferenceResult
 
     datasets, source = _release(original, synthetic)
     cols = _numeric(original, datasets, source, columns, "columns")
     top = check_value(top, Interval(int, 1), arg_name("top"))
-    if not (is_number(delta) and math.isfinite(delta) and delta > 0):
-        raise ValidationError(f"{arg_name('delta')} must be a positive number. Got {delta!r}.",
-                              code="INVALID_ARGUMENT")
+    delta = check_value(delta, argument_checks(LARGEST_VALUE_ARGUMENTS)["delta"],
+                        arg_name("delta"))
     paired = _row_paired(original, datasets, source)
     estimators = ESTIMATORS if not paired else ESTIMATORS[:1]
     rows = []

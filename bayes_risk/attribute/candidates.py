@@ -15,6 +15,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import Flag, Interval, Options, check_fields, checked
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import ValidationError, arg_name, has_option
 
@@ -41,6 +42,8 @@ __all__ = [
 ]
 
 DEFAULT_MAX_CANDIDATES = 1_000_000
+GRID_KINDS = ("percent", "additive", "fixed", "explicit")
+CANDIDATE_RULES = ("one_variable", "product", "k_different")
 
 
 @dataclass(frozen=True)
@@ -63,30 +66,17 @@ class GridSpec:
         ``("additive", width)``: the grid of a true value 0 under ``percent``.
     """
 
-    kind: Literal["percent", "additive", "fixed", "explicit"] = "percent"
-    lower: float = 0.1
-    upper: float = 0.1
-    n_points: int = 11
+    kind: Literal["percent", "additive", "fixed", "explicit"] = field(
+        default="percent", metadata=checked(Options(GRID_KINDS, listed=True)))
+    lower: float = field(default=0.1, metadata=checked(Interval(float, 0)))
+    upper: float = field(default=0.1, metadata=checked(Interval(float, 0)))
+    n_points: int = field(default=11, metadata=checked(Interval(int, 2)))
     bounds: tuple[float, float] | None = None
     values: tuple[float, ...] | None = None
     zero_fallback: tuple[str, float] | None = None
 
     def __post_init__(self) -> None:
-        if self.kind not in ("percent", "additive", "fixed", "explicit"):
-            raise ValidationError(
-                "grid kind must be 'percent', 'additive', 'fixed' or 'explicit'. "
-                f"Got {self.kind!r}."
-            )
-        if self.kind in ("percent", "additive", "fixed"):
-            n = self.n_points
-            if isinstance(n, bool) or int(n) != n or n < 2:
-                raise ValidationError(
-                    f"grid n_points must be an integer >= 2. Got {self.n_points!r}."
-                )
-        if self.kind in ("percent", "additive") and (self.lower < 0 or self.upper < 0):
-            raise ValidationError(
-                f"{self.kind} grid bounds must be >= 0. Got ({self.lower}, {self.upper})."
-            )
+        check_fields(self)
         b = self.bounds
         if self.kind == "fixed" and (b is None or len(b) != 2 or not b[0] < b[1]):
             raise ValidationError(
@@ -120,19 +110,15 @@ class SpatialGridSpec:
     """
 
     columns: tuple[str, str]
-    spacing: float
-    half_width: float
-    disk: bool = False
+    spacing: float = field(metadata=checked(Interval(float, 0, closed="neither")))
+    half_width: float = field(metadata=checked(Interval(float, 0)))
+    disk: bool = field(default=False, metadata=checked(Flag()))
 
     def __post_init__(self) -> None:
         if len(self.columns) != 2:
             raise ValidationError(f"spatial grid needs exactly two columns. Got {self.columns!r}.")
         object.__setattr__(self, "columns", tuple(self.columns))
-        if not self.spacing > 0 or not self.half_width >= 0:
-            raise ValidationError(
-                "spatial grid needs spacing > 0 and half_width >= 0. "
-                f"Got {self.spacing}, {self.half_width}."
-            )
+        check_fields(self)
 
 
 @dataclass(frozen=True)
@@ -155,21 +141,17 @@ class CandidateSpec:
         Refuse (``TOO_MANY_CANDIDATES``) larger sets (default 10^6).
     """
 
-    rule: Literal["one_variable", "product", "k_different"] = "one_variable"
-    k: int = 1
+    rule: Literal["one_variable", "product", "k_different"] = field(
+        default="one_variable", metadata=checked(Options(CANDIDATE_RULES, listed=True)))
+    k: int = field(default=1, metadata=checked(Interval(int, 1)))
     grids: Mapping[str, GridSpec] = field(default_factory=dict)
     default_grid: GridSpec = field(default_factory=GridSpec)
     spatial: SpatialGridSpec | None = None
-    max_candidates: int = DEFAULT_MAX_CANDIDATES
+    max_candidates: int = field(default=DEFAULT_MAX_CANDIDATES,
+                                metadata=checked(Interval(int, 1)))
 
     def __post_init__(self) -> None:
-        if self.rule not in ("one_variable", "product", "k_different"):
-            raise ValidationError(
-                "candidate rule must be 'one_variable', 'product' or 'k_different'. "
-                f"Got {self.rule!r}."
-            )
-        if isinstance(self.k, bool) or int(self.k) != self.k or self.k < 1:
-            raise ValidationError(f"k must be an integer >= 1. Got {self.k!r}.")
+        check_fields(self)
         object.__setattr__(self, "grids", dict(self.grids))
 
     def to_dict(self) -> dict[str, Any]:

@@ -18,7 +18,6 @@ from bayes_risk.attribute.diagnostics import (
     psis_log_mean,
     tail_size,
 )
-from bayes_risk.exceptions import ValidationError
 
 __all__ = [
     "log_ratios",
@@ -275,8 +274,7 @@ def stabilised_estimate(
     Returns ``loglik``, ``log_mean_r``, ``log_mean_aug``, ``khat0``, ``khat_aug``, ``ess_r0``,
     ``ess_aug``.
     """
-    if khat not in ("all", "base", "none"):
-        raise ValidationError(f"khat must be 'all', 'base' or 'none'. Got {khat!r}.")
+    # khat is EstimatorSpec.khat, checked when the spec was built
 
     def mean_khat_ess(lr: np.ndarray | RatioStats, want_k: bool):
         st = lr if isinstance(lr, RatioStats) else RatioStats(lr)

@@ -10,6 +10,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import Options, check_value
 from bayes_risk._rng import RandomSeed, spawn
 from bayes_risk.attribute.locations import (
     check_location_columns,
@@ -93,8 +94,7 @@ def file_summary(
         A ``result`` that is not an attribute-risk result, an unknown kind, bad location columns,
         or a missing ``original`` where it is needed.
     """
-    if kind not in KINDS:
-        raise ValidationError(f"kind of file_summary must be one of {list(KINDS)}. Got {kind!r}.")
+    check_value(kind, Options(tuple(KINDS)), "kind of file_summary")
     if not isinstance(getattr(result, "records", None), pd.DataFrame):
         raise ValidationError(
             "result of file_summary must be the output of attribute_risk (an "

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import Options, check_value
 from bayes_risk._terminal import progress
 from bayes_risk.attribute.specs import ScenarioSpec
 from bayes_risk.exceptions import ValidationError, interruptible
@@ -172,10 +173,8 @@ class KnownFractionResult(RiskResult):
 
     @draws("curve")
     def _plot_curve(self, ax: Any, measure: str = "mean_p_true") -> Any:
-        if measure not in ("mean_p_true", "prop_top", "mean_p_true_unflagged"):
-            raise ValidationError(
-                "measure must be 'mean_p_true', 'prop_top' or 'mean_p_true_unflagged'. "
-                f"Got {measure!r}.")
+        check_value(measure, Options(("mean_p_true", "prop_top", "mean_p_true_unflagged"),
+                                     listed=True), "measure")
         t = self.table
         x = 100 * t["known_fraction"].to_numpy(float)
         ax.plot(x, 100 * t[measure].to_numpy(float), "o-", color="C0", label=measure)

@@ -5,7 +5,6 @@ See :doc:`/methods/attribute` (Intruders of the largest value).
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -68,14 +67,14 @@ def largest_value_risk(
     import pandas as pd
 
     from bayes_risk._constraints import Options, check_value
-    from bayes_risk._specs import is_number
+    from bayes_risk._specs import argument_checks
+    from bayes_risk.attribute.specs import LARGEST_VALUE_ARGUMENTS
     from bayes_risk.attribute.summaries import largest_value
     from bayes_risk.contract import capabilities
 
     check_value(scenario, Options(LARGEST_VALUE_SCENARIOS, listed=True), "scenario")
-    if not (is_number(delta) and math.isfinite(delta) and delta > 0):
-        raise ValidationError(f"{arg_name('delta')} must be a positive number. Got {delta!r}.",
-                              code="INVALID_ARGUMENT")
+    delta = check_value(delta, argument_checks(LARGEST_VALUE_ARGUMENTS)["delta"],
+                        arg_name("delta"))
     if not capabilities(model).has("largest_value"):
         raise ValidationError(
             f"{arg_name('scenario', repr(scenario), cli=scenario.replace('_', '-'))} needs a "

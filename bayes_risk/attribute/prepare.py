@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import Options, check_value
 from bayes_risk._rng import RandomSeed, as_generator, seed_to_json
 from bayes_risk.attribute.candidates import CandidateSpec, parse_candidates
 from bayes_risk.attribute.chains import ChainPlan, chain_plan
@@ -34,7 +35,7 @@ from bayes_risk.attribute.plan import (
 )
 from bayes_risk.attribute.priors import parse_prior
 from bayes_risk.attribute.refits import cache_folder, fit_refits
-from bayes_risk.attribute.specs import SCENARIOS, EstimatorSpec, ScenarioSpec
+from bayes_risk.attribute.specs import EstimatorSpec, ScenarioSpec
 from bayes_risk.attribute.strategies import strategy_for
 from bayes_risk.contract import (
     RiskModel,
@@ -65,7 +66,7 @@ def prepare(
 ) -> AttributePlan:
     """Validate the arguments of :func:`bayes_risk.attribute.attribute_risk` and build its plan."""
     is_plugin = _check_model(model)
-    pr = _check_settings(prior=prior, scenario=scenario.kind, original=original)
+    pr = _check_settings(prior=prior, original=original)
     es = estimator
     augmented, draws, compat, bootstrap = es.augmented, es.draw_indices, es.compat, es.bootstrap
     data = _prepare_data(model, original, synthetic, records, scenario.kind, scenario.known)
@@ -150,19 +151,15 @@ def _check_model(model: Any) -> bool:
             "(bayes_risk.CARTPlugin, bayes_risk.RFPlugin).",
             code="MODEL_UNSUITED"
         )
-    if model.model_class not in ("P", "O"):
-        raise ValidationError(f"model.model_class must be 'P' or 'O'. Got {model.model_class!r}.")
+    check_value(model.model_class, Options(("P", "O"), listed=True), "model.model_class")
     return is_plugin
 
 
-def _check_settings(*, prior: Any, scenario: str, original: Any) -> Any:
-    """The arguments checked before any expensive work; returns the parsed prior."""
+def _check_settings(*, prior: Any, original: Any) -> Any:
+    """The arguments checked before any expensive work; returns the parsed prior (the
+    scenario is ``ScenarioSpec``'s, checked when built; the entry sends each kind it
+    does not prepare elsewhere)."""
     pr = parse_prior(prior)
-    if scenario not in SCENARIOS:
-        raise NotSupportedError(
-            f"scenario {scenario!r} is not supported here; use one of {list(SCENARIOS)}.",
-            code="INVALID_ARGUMENT"
-        )
     require_frame(original, "original")
     return pr
 
@@ -384,12 +381,10 @@ def _augmented_fits(
 
 
 def _check_refit_draws(refit_draws: Any, model: Any, est: str, augmented: Any) -> None:
-    """``refit_draws`` is a positive integer and applies only to refits this function makes."""
+    """``refit_draws`` (an integer >= 1: ``EstimatorSpec`` checked it) applies only to
+    refits this function makes."""
     if refit_draws is None:
         return
-    if isinstance(refit_draws, bool) or not isinstance(refit_draws, (int, np.integer)) \
-            or refit_draws < 1:
-        raise ValidationError(f"refit_draws must be an integer >= 1. Got {refit_draws!r}.")
     if est != "stabilised" or augmented is not None or not (
             hasattr(model, "resolved_sampling") or hasattr(model, "draws")):
         raise ValidationError(

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from bayes_risk._constraints import Interval, check_fields, checked
 from bayes_risk.attribute.diagnostics import logsumexp
 from bayes_risk.attribute.record_table import groups_by_size, ungroup
 from bayes_risk.exceptions import CALLER, DataWarning, ValidationError, arg_name
@@ -134,12 +135,9 @@ class TruthWeighted(Prior):
     With ``G = 2``, ``κ = 2`` the prior is ``(1/3, 2/3)`` for (other, truth).
     """
 
-    kappa: float = 1.0
+    kappa: float = field(default=1.0, metadata=checked(Interval(float, 0, closed="neither")))
 
-    def __post_init__(self) -> None:
-        k = self.kappa
-        if not (isinstance(k, (int, float)) and k > 0 and math.isfinite(k)):
-            raise ValidationError(f"truth-weighted prior needs kappa > 0. Got {self.kappa!r}.")
+    __post_init__ = check_fields  # the field's constraint is the whole check
 
     def label(self) -> str:
         return f"truth-weighted:{self.kappa:g}"
@@ -213,11 +211,9 @@ class Empirical(Prior):
     ``empirical(1)`` gives ``(4, 2, 1)/7``.
     """
 
-    alpha: float = 1.0
+    alpha: float = field(default=1.0, metadata=checked(Interval(float, 0)))
 
-    def __post_init__(self) -> None:
-        if not (isinstance(self.alpha, (int, float)) and self.alpha >= 0):
-            raise ValidationError(f"empirical prior needs alpha >= 0. Got {self.alpha!r}.")
+    __post_init__ = check_fields  # the field's constraint is the whole check
 
     def label(self) -> str:
         return f"empirical:{self.alpha:g}"

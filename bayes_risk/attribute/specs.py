@@ -49,8 +49,8 @@ REFIT_COST_HELP = (
 DEFAULT_DELTA = 0.05
 
 #: the arguments of :func:`~bayes_risk.attribute.largest_value.largest_value_risk` with their
-#: options of ``bayes-risk attribute`` (``delta``'s check, whose message a test pins, is the
-#: function's own)
+#: options of ``bayes-risk attribute`` (``delta`` is ``relative_difference``'s too, checked
+#: by the same constraint)
 LARGEST_VALUE_ARGUMENTS: dict[str, dict[str, Any]] = {
     "column": cli_option("--column", "the magnitude column of the largest-value scenarios",
                          metavar="COL"),
@@ -64,7 +64,8 @@ LARGEST_VALUE_ARGUMENTS: dict[str, dict[str, Any]] = {
     "delta": cli_option(
         "--delta", "largest-value scenarios: report the posterior probability within D times the "
         f"largest value of it (default {DEFAULT_DELTA}); --relative-difference: a relative "
-        "difference at most D is a disclosure", type=float, metavar="D"),
+        "difference at most D is a disclosure", type=float, metavar="D")
+        | checked(Interval(float, 0, closed="neither")),
 }
 
 #: the arguments of :func:`~bayes_risk.attribute.business.relative_difference` with their

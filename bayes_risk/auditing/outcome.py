@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bayes_risk._constraints import Flag, check_value
+from bayes_risk._constraints import Flag, InstanceOf, check_params, check_value
 from bayes_risk._thresholds import Threshold
 from bayes_risk.exceptions import ValidationError
 
@@ -237,23 +237,18 @@ class Measure:
     executor: str = ""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.sections, tuple):
-            raise ValidationError(f"Measure {self.name!r}: sections must be a tuple of "
-                                  f"functions; got {self.sections!r}.", code="MEASURE_BROKEN")
+        check_params(self, {
+            "sections": InstanceOf(tuple, "a tuple of functions"),
+            "cost": [InstanceOf(StepCost, "a bayes_risk.measures.StepCost"), None],
+            "executor": InstanceOf(str, "a string, what of the step runs on the audit's "
+                                        "executor")},
+            owner=f"Measure {self.name!r}: ", code="MEASURE_BROKEN")
         if not (isinstance(self.thresholds, tuple)
                 and all(isinstance(t, Threshold) and t.measure in ("", self.name)
                         for t in self.thresholds)):
             raise ValidationError(f"Measure {self.name!r}: thresholds must be a tuple of "
                                   "bayes_risk.measures.Threshold (of this measure); got "
                                   f"{self.thresholds!r}.", code="MEASURE_BROKEN")
-        if self.cost is not None and not isinstance(self.cost, StepCost):
-            raise ValidationError(f"Measure {self.name!r}: cost must be a "
-                                  f"bayes_risk.measures.StepCost; got {self.cost!r}.",
-                                  code="MEASURE_BROKEN")
-        if not isinstance(self.executor, str):
-            raise ValidationError(f"Measure {self.name!r}: executor must be a string, what of "
-                                  f"the step runs on the audit's executor; got "
-                                  f"{self.executor!r}.", code="MEASURE_BROKEN")
         if not isinstance(self.caveats, Mapping) or not all(
                 isinstance(k, str) and isinstance(v, tuple)
                 and all(isinstance(c, str) for c in v) for k, v in self.caveats.items()):

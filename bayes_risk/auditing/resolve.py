@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import InstanceOf, check_value
 from bayes_risk.auditing.plan import (
     CONVENTION_RADIUS,
     AuditPlan,
@@ -63,15 +64,11 @@ def audit_inputs(original: Any, synthetic: Any, schema: Any, categorical: Any,
     from bayes_risk.data.synthetic import read_synthetic
     from bayes_risk.data.validate import check_release_levels, release_only_levels
 
-    if weights is not None and not isinstance(weights, str):
-        raise ValidationError(
-            f"weights must name a column of the original. Got {type(weights).__name__}.")
+    check_value(weights, [InstanceOf(str, "the name of a column of the original"), None],
+                "weights")
     if isinstance(original, (str, os.PathLike)):
         original = read_table(original)
-    if not isinstance(original, pd.DataFrame):
-        raise ValidationError(
-            f"original must be a DataFrame or a table path. Got {type(original).__name__}."
-        )
+    check_value(original, InstanceOf(pd.DataFrame, "a DataFrame or a table path"), "original")
     w, rest = None, original
     if weights is not None:
         from bayes_risk.identification.population import _weight_vector

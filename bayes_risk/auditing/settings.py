@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from bayes_risk._constraints import Interval, check_fields, checked
 from bayes_risk._specs import as_spec, cli_option, cli_spec, is_number
 from bayes_risk._utility_specs import (
     COMBINING_RULES,
@@ -195,7 +196,8 @@ class AuditSettings:
     ngroups_target: int | None = field(default=10, metadata=cli_option(
         "--ngroups-target", "group a numeric target into about N groups (default 10; none: "
         "every value is a level)", metavar="N|none", parse=lambda text: _numbers(
-            text, none=True, one=True), group=SETTINGS_GROUP))
+            text, none=True, one=True), group=SETTINGS_GROUP)
+        | checked([Interval(int, 2), None]))
     attribute_records: Sequence[int] | None = None
     attribute_estimator: EstimatorSpec | str = field(default="auto", metadata=cli_spec(
         EstimatorSpec,
@@ -248,6 +250,7 @@ class AuditSettings:
     allow_other_model: bool = False
 
     def __post_init__(self) -> None:
+        check_fields(self, prefix="")
         set_ = object.__setattr__
         set_(self, "match", _used_fields(as_spec(self.match, MatchSpec, "match"),
                                          ("radius", "radius_type"), "match"))
@@ -268,10 +271,6 @@ class AuditSettings:
         set_(self, "radius_refine", int(self.radius_refine))
         if self.known_fractions is not None:
             set_(self, "known_fractions", _shares(self.known_fractions))
-        ng = self.ngroups_target
-        if ng is not None and (not is_number(ng) or not float(ng).is_integer() or ng < 2):
-            raise ValidationError(f"ngroups_target must be an integer >= 2 or None. "
-                                  f"Got {ng!r}.")
 
     def replace(self, **changes: Any) -> AuditSettings:
         """A copy with ``changes`` applied (validated again), of the class of ``self``."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import Interval, Options, check_params, check_value
 from bayes_risk._rng import RandomSeed, as_generator
-from bayes_risk.exceptions import ValidationError
 
 __all__ = [
     "make_ce_like", "make_acs_like", "ACS_LEVEL_COUNTS", "ACS_COLUMNS", "CE_CATEGORICAL",
@@ -22,9 +22,7 @@ CE_CATEGORICAL: tuple[str, ...] = ("Urban", "Marital", "Tenure")
 
 
 def _check_n(n: int, name: str = "n") -> int:
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 10:
-        raise ValidationError(f"{name} must be an integer >= 10. Got {n!r}.")
-    return int(n)
+    return check_value(n, Interval(int, 10), name)
 
 
 def make_ce_like(n: int = 5571, *, random_seed: RandomSeed = 2018) -> pd.DataFrame:
@@ -148,11 +146,10 @@ def make_acs_like(
     DataFrame or (DataFrame, dict)
         Columns :data:`ACS_COLUMNS`, each a pandas categorical with levels ``1..d_j``.
     """
-    n = _check_n(n)
-    if not isinstance(n_classes, (int, np.integer)) or n_classes < 1:
-        raise ValidationError(f"n_classes must be an integer >= 1. Got {n_classes!r}.")
-    if not concentration > 0:
-        raise ValidationError(f"concentration must be > 0. Got {concentration!r}.")
+    checked = check_params(dict(n=n, n_classes=n_classes, concentration=concentration), {
+        "n": Interval(int, 10), "n_classes": Interval(int, 1),
+        "concentration": Interval(float, 0, closed="neither")})
+    n, n_classes, concentration = checked["n"], checked["n_classes"], checked["concentration"]
     rng = as_generator(random_seed)
     pi = rng.dirichlet(np.full(n_classes, 2.0))
     phi = [rng.dirichlet(np.full(d, concentration), size=n_classes) for d in ACS_LEVEL_COUNTS]
@@ -172,10 +169,8 @@ def make_acs_like(
 def load_demo(name: str, n: int | None = None,
               random_seed: RandomSeed | None = None) -> pd.DataFrame:
     """Return a demo table by name: ``"ce"`` or ``"acs"`` (default sizes and seeds)."""
+    check_value(name, Options(("ce", "acs"), listed=True), "name")
+    kw = {} if random_seed is None else {"random_seed": random_seed}
     if name == "ce":
-        kw = {} if random_seed is None else {"random_seed": random_seed}
         return make_ce_like(n or 5571, **kw)
-    if name == "acs":
-        kw = {} if random_seed is None else {"random_seed": random_seed}
-        return make_acs_like(n or 10_000, **kw)  # type: ignore[return-value]
-    raise ValidationError(f"demo data name must be 'ce' or 'acs'. Got {name!r}.")
+    return make_acs_like(n or 10_000, **kw)  # type: ignore[return-value]

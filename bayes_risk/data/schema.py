@@ -10,7 +10,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import InstanceOf
+from bayes_risk._constraints import InstanceOf, Options, check_value
 from bayes_risk.exceptions import (
     SchemaError,
     ValidationError,
@@ -110,12 +110,9 @@ class ColumnSpec:
     keep_unused_levels: bool = False
 
     def __post_init__(self) -> None:
-        if self.type not in COLUMN_TYPES:
-            raise ValidationError(f"type of column {self.name!r} must be one of "
-                                  f"{list(COLUMN_TYPES)}. Got {self.type!r}.")
-        if self.role not in COLUMN_ROLES:
-            raise ValidationError(f"role of column {self.name!r} must be one of "
-                                  f"{list(COLUMN_ROLES)}. Got {self.role!r}.")
+        # the constraints named by the column, as a schema's errors name it
+        check_value(self.type, Options(COLUMN_TYPES), f"type of column {self.name!r}")
+        check_value(self.role, Options(COLUMN_ROLES), f"role of column {self.name!r}")
         if self.type in CATEGORICAL_TYPES and self.levels is not None:
             if len(set(self.levels)) != len(self.levels):
                 raise ValidationError(f"levels of column {self.name!r} contain duplicates.")

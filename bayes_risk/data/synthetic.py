@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import Flag, Options, check_fields, check_value, checked
 from bayes_risk._io import atomic_dir, read_json, to_jsonable, write_json
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import check_m, require_frame
@@ -214,8 +215,9 @@ class SyntheticData:
     synthesized_records: np.ndarray | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     original_fingerprint: dict[str, Any] | None = None
-    generation: str | None = None
-    proper: bool | None = None
+    generation: str | None = field(default=None, metadata=checked(
+        [Options(GENERATION_SCHEMES), None], code="UNKNOWN_GENERATION"))
+    proper: bool | None = field(default=None, metadata=checked([Flag(), None]))
     imputed_columns: list[str] | None = None
     model_id: str | None = None
     #: ``"error"``: a different original is refused; ``"warn"``: it is used, with a warning
@@ -239,14 +241,7 @@ class SyntheticData:
             if list(z.columns) != cols0:
                 raise SchemaError(f"synthetic dataset {l} has columns {list(z.columns)}; dataset "
                                   f"1 has {cols0}.", code="COLUMNS_DIFFER")
-        if self.generation is not None and self.generation not in GENERATION_SCHEMES:
-            raise ValidationError("generation must be one of "
-                                  f"{', '.join(map(repr, GENERATION_SCHEMES))} or None. Got "
-                                  f"{self.generation!r}.", code="UNKNOWN_GENERATION")
-        if self.proper is not None and not isinstance(self.proper, (bool, np.bool_)):
-            raise ValidationError(f"proper must be True, False or None. Got {self.proper!r}.")
-        if self.proper is not None:
-            self.proper = bool(self.proper)
+        check_fields(self, prefix="")
         if self.imputed_columns is not None:
             cols = [str(c) for c in self.datasets[0].columns]
             if isinstance(self.imputed_columns, str) or not all(
@@ -463,9 +458,8 @@ class SyntheticData:
         from bayes_risk.data.statfiles import LABELS_FILE, RELEASE_FORMATS
         from bayes_risk.data.statfiles_write import sas_format_program
 
-        if file_format not in RELEASE_FORMATS:
-            raise ValidationError(f"file_format must be one of {', '.join(RELEASE_FORMATS)}. "
-                                  f"Got {file_format!r}.", code="UNSUPPORTED_FILE_TYPE")
+        check_value(file_format, Options(tuple(RELEASE_FORMATS)), "file_format",
+                    code="UNSUPPORTED_FILE_TYPE")
         man = self.manifest()
         suffix = RELEASE_FORMATS[file_format]
         man["files"] = [f.removesuffix(".parquet") + suffix for f in man["files"]]

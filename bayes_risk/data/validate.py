@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import Interval, check_value
 from bayes_risk.data.alignment import unchanged_column_error, warn_release_holds_original
 from bayes_risk.data.levels import level_codes, normalise_level
 from bayes_risk.data.schema import (
@@ -169,24 +170,13 @@ def check_no_infinity(values: np.ndarray, what: str, column: str) -> None:
 
 def check_m(m: Any, argument: str = "m") -> int:
     """Validate a number of synthetic datasets (an integer >= 1)."""
-    if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or int(m) < 1:
-        raise ValidationError(f"{arg_name(argument)} must be an integer >= 1. Got {m!r}.",
-                              code="INVALID_ARGUMENT")
-    return int(m)
+    return check_value(m, Interval(int, 1), arg_name(argument))
 
 
 def check_real(x: Any, argument: str, *, minimum: float | None = None) -> float:
     """A finite real number (numpy scalars included; not ``bool`` nor text), at least
     ``minimum`` if given, as a Python ``float``."""
-    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
-        raise ValidationError(f"{arg_name(argument)} must be a number. Got {x!r}.",
-                              code="INVALID_ARGUMENT")
-    v = float(x)
-    if not np.isfinite(v) or (minimum is not None and v < minimum):
-        bound = "" if minimum is None else f" >= {minimum:g}"
-        raise ValidationError(f"{arg_name(argument)} must be a finite number{bound}. "
-                              f"Got {x!r}.", code="INVALID_ARGUMENT")
-    return v
+    return check_value(x, Interval(float, minimum), arg_name(argument))
 
 
 def record_mask(records: Any, n: int, *, argument: str = "records",
@@ -238,10 +228,7 @@ def record_mask(records: Any, n: int, *, argument: str = "records",
 
 def check_probability(x: Any, argument: str) -> float:
     """A real number strictly in (0, 1) (not ``bool``), as a Python ``float``."""
-    if isinstance(x, bool) or not isinstance(x, numbers.Real) or not 0 < float(x) < 1:
-        raise ValidationError(f"{arg_name(argument)} must be a number in (0, 1). Got {x!r}.",
-                              code="INVALID_ARGUMENT")
-    return float(x)
+    return check_value(x, Interval(float, 0, 1, closed="neither"), arg_name(argument))
 
 
 def harmonise_levels(original: pd.DataFrame, synthetic: Sequence[pd.DataFrame], *,

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import InstanceOf, Interval, Options, check_params, check_value
 from bayes_risk._memory import current_limit, format_bytes, parse_memory, peak_memory
 from bayes_risk._terminal import say
 from bayes_risk.designing.space import (
@@ -466,21 +467,20 @@ def design(
     return result
 
 
+#: the scalar arguments of ``design``, checked at once
+_DESIGN_CHECKS = {
+    "objective": Options(OBJECTIVES), "max_candidates": [Interval(int, 1), None],
+    "confirm": [Interval(int, 1), None], "patience": [Interval(int, 1), None],
+    "screen_records": [Interval(int, 10), None],
+    "cpu_budget": [Interval(float, 0, closed="neither"), None]}
+
+
 def _check_options(objective: str, max_candidates: Any, confirm: Any, patience: Any,
                    screen_records: Any, cpu_budget: Any) -> None:
     """Refuse an unknown ``objective`` and a count or CPU budget out of its range."""
-    if objective not in OBJECTIVES:
-        raise ValidationError(f"objective must be one of {', '.join(OBJECTIVES)}. Got "
-                              f"{objective!r}.", code="INVALID_ARGUMENT")
-    for name, val, low in (("max_candidates", max_candidates, 1), ("confirm", confirm, 1),
-                           ("patience", patience, 1), ("screen_records", screen_records, 10)):
-        if val is not None and (isinstance(val, bool) or not isinstance(val, (int, np.integer))
-                                or val < low):
-            raise ValidationError(f"{name} must be an integer >= {low}. Got {val!r}.",
-                                  code="INVALID_ARGUMENT")
-    if cpu_budget is not None and not (isinstance(cpu_budget, (int, float)) and cpu_budget > 0):
-        raise ValidationError(f"cpu_budget must be a number of seconds > 0. Got "
-                              f"{cpu_budget!r}.", code="INVALID_ARGUMENT")
+    check_params(dict(objective=objective, max_candidates=max_candidates, confirm=confirm,
+                      patience=patience, screen_records=screen_records, cpu_budget=cpu_budget),
+                 _DESIGN_CHECKS)
 
 
 def _as_space(space: DesignSpace | Mapping[str, Any] | None) -> DesignSpace:
@@ -489,10 +489,7 @@ def _as_space(space: DesignSpace | Mapping[str, Any] | None) -> DesignSpace:
     if isinstance(space, Mapping):
         space = DesignSpace.from_dict(space)
     space = space if space is not None else DesignSpace()
-    if not isinstance(space, DesignSpace):
-        raise ValidationError(f"space must be a DesignSpace or a mapping. Got "
-                              f"{type(space).__name__}.", code="INVALID_ARGUMENT")
-    return space
+    return check_value(space, InstanceOf(DesignSpace, "a DesignSpace or a mapping"), "space")
 
 
 def _original_and_start(original: pd.DataFrame | str | os.PathLike[str], known: Sequence[str],

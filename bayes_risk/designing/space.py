@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from bayes_risk._constraints import InstanceOf, Interval, Options, check_params, check_value
 from bayes_risk.exceptions import ValidationError
 
 __all__ = ["DesignSpace", "Remedy", "REMEDIES", "KNOBS", "register_remedy", "candidate_key",
@@ -152,9 +153,7 @@ def register_remedy(remedy: Remedy) -> Remedy:
     ValidationError
         When ``remedy`` is not a :class:`Remedy` or its name is taken (``INVALID_ARGUMENT``).
     """
-    if not isinstance(remedy, Remedy):
-        raise ValidationError(f"remedy must be a bayes_risk.designing.Remedy. Got "
-                              f"{type(remedy).__name__}.", code="INVALID_ARGUMENT")
+    check_value(remedy, InstanceOf(Remedy, "a bayes_risk.designing.Remedy"), "remedy")
     if remedy.name in REMEDIES:
         raise ValidationError(f"remedy {remedy.name!r} is already registered.",
                               code="INVALID_ARGUMENT")
@@ -293,9 +292,7 @@ class DesignSpace:
 
     def __post_init__(self) -> None:
         for name in self.remedies:
-            if name not in REMEDIES:
-                raise ValidationError(f"remedies: unknown remedy {name!r}; expected one of "
-                                      f"{', '.join(REMEDIES)}.", code="INVALID_ARGUMENT")
+            check_value(name, Options(tuple(REMEDIES)), "remedies")
         for method in (self.methods or ()):
             if method not in KNOBS and method not in (self.knobs or {}):
                 from bayes_risk.registry import list_synthesizers
@@ -310,14 +307,9 @@ class DesignSpace:
                     raise ValidationError(f"knobs: {method}.{k} must be a non-empty list of "
                                           f"values. Got {vals!r}.", code="INVALID_ARGUMENT")
         for m in (self.m or ()):
-            if isinstance(m, bool) or not isinstance(m, int) or m < 1:
-                raise ValidationError(f"m: each number of datasets must be an integer >= 1. "
-                                      f"Got {m!r}.", code="INVALID_ARGUMENT")
-        for what in ("fix", "exclude"):
-            given = getattr(self, what)
-            if not isinstance(given, Mapping):
-                raise ValidationError(f"{what} must be a mapping of axis to value(s). Got "
-                                      f"{given!r}.", code="INVALID_ARGUMENT")
+            check_value(m, Interval(int, 1), "m")
+        check_params(self, dict.fromkeys(("fix", "exclude"),
+                                         InstanceOf(Mapping, "a mapping of axis to value(s)")))
         object.__setattr__(self, "fix", {k: _value(v) for k, v in self.fix.items()})
         object.__setattr__(self, "exclude", {
             k: [_value(x) for x in (v if isinstance(v, (list, tuple)) else [v])]

@@ -13,7 +13,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import Options, check_value
+from bayes_risk._constraints import InstanceOf, Interval, Options, check_value
 from bayes_risk._specs import as_spec, is_integer
 from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.normalise import as_synthetic_list
@@ -63,8 +63,7 @@ def _check_names(keys: Any, target: Any) -> tuple[list[str], str]:
     dup = sorted({k for k in keys if keys.count(k) > 1})
     if dup:
         raise ValidationError(f"keys contain duplicated column(s) {dup}.")
-    if not isinstance(target, str):
-        raise ValidationError(f"target must be one column name. Got {target!r}.")
+    check_value(target, InstanceOf(str, "one column name"), "target")
     if target in keys:
         raise ValidationError(f"target {target!r} is also among the keys; it cannot be both.")
     return keys, target
@@ -399,8 +398,7 @@ def disclosure_measures(
             f"ExclusionSpec.use_keys_na must be one logical value or one per key "
             f"({len(keys)}). Got {len(use_keys)} values.", code="INVALID_ARGUMENT")
     for k in k_anonymity:
-        if not is_integer(k) or k < 2:
-            raise ValidationError(f"k_anonymity values must be integers >= 2. Got {k!r}.")
+        check_value(k, Interval(int, 2), "k_anonymity values")
 
     key_groups = _key_groups(ngroups_keys, keys, sub)
     enc_keys = [encode_var(k, original, datasets, sub, ngroups=g, compat=is_compat,

@@ -14,8 +14,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import check_params
-from bayes_risk._specs import argument_checks, is_integer
+from bayes_risk._constraints import Interval, check_params, check_value
+from bayes_risk._specs import argument_checks
 from bayes_risk.data.schema import did_you_mean
 from bayes_risk.data.validate import require_frame
 from bayes_risk.disclosure.specs import ORIGINAL_RISK_ARGUMENTS
@@ -94,8 +94,7 @@ def _check(original: Any, keys: list[str], sensitive: list[str], method: Any, ma
                       dis_fraction=dis_fraction, recursive_c=recursive_c),
                  argument_checks(ORIGINAL_RISK_ARGUMENTS))
     for k in k_anonymity:
-        if not is_integer(k) or k < 2:
-            raise ValidationError(f"k_anonymity values must be integers >= 2. Got {k!r}.")
+        check_value(k, Interval(int, 2), "k_anonymity values")
 
 
 def _codes(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:

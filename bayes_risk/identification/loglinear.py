@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bayes_risk._constraints import Interval, check_value
 from bayes_risk.exceptions import CALLER, ConvergenceWarning, ValidationError
 
 __all__ = ["IPFResult", "fit_all_two_way", "population_estimate", "expected_inverse"]
@@ -82,13 +83,8 @@ def fit_all_two_way(
 
 
 def _check_a(a: float) -> float:
-    a = float(a)
-    if not (0.0 < a <= 1.0):
-        raise ValidationError(
-            f"sampling_fraction must be in (0, 1] (= n / population_size). Got {a!r}.",
-            code="INVALID_ARGUMENT"
-        )
-    return a
+    """The sampling fraction ``a = n / N`` as a float in (0, 1]."""
+    return check_value(a, Interval(float, 0, 1, closed="right"), "sampling_fraction")
 
 
 def population_estimate(

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from bayes_risk._constraints import Interval, Options, check_fields, checked
+from bayes_risk._constraints import Interval, Options, check_fields, check_value, checked
 from bayes_risk._specs import as_spec, cli_option, is_number
 from bayes_risk.exceptions import ValidationError, arg_name, has_option, on_command_line
 
@@ -141,14 +141,9 @@ KNOWN_SWEEP_ARGUMENTS: dict[str, dict[str, Any]] = {
 
 def _nonnegative(value: Any, what: str, column: str | None = None) -> float:
     """``value`` as a float, or a ValidationError naming ``what`` (and ``column``)."""
-    import numpy as np
-
-    if not is_number(value) or not np.isfinite(value) or value < 0:
-        shown = (arg_name(what) if column is None else f"{arg_name(what)} {column}"
-                 if on_command_line() and has_option(what) else f"{what}[{column!r}]")
-        raise ValidationError(f"{shown} must be a finite number >= 0. Got {value!r}.",
-                              code="INVALID_ARGUMENT")
-    return float(value)
+    shown = (arg_name(what) if column is None else f"{arg_name(what)} {column}"
+             if on_command_line() and has_option(what) else f"{what}[{column!r}]")
+    return check_value(value, Interval(float, 0), shown)
 
 
 def parse_strategy(strategy: Any) -> str | tuple[str, float]:
@@ -241,7 +236,7 @@ class MatchSpec:
         "--r-min", "floor of the percentage radius", metavar="R", type=float, group=MATCHING))
     quantile_groups: int = field(default=20, metadata=cli_option(
         "--quantile-groups", "number of quantile groups for --radius-type quantile-sd (default "
-        "20)", metavar="Q", type=int, group=MATCHING))
+        "20)", metavar="Q", type=int, group=MATCHING) | checked(Interval(int, 1)))
     window: Literal["closed", "open"] | None = field(default=None, metadata=cli_option(
         "--window", "|x-t| <= R (closed, default) or < R (open; the R package)",
         choices=WINDOWS, group=MATCHING) | checked([Options(WINDOWS), None]))
@@ -283,10 +278,6 @@ class MatchSpec:
             radius = _per_column(radius, "MatchSpec.radius")
         object.__setattr__(self, "radius", radius)
         object.__setattr__(self, "r_min", _per_column(self.r_min, "MatchSpec.r_min"))
-        q = self.quantile_groups
-        if not is_number(q) or int(q) != q or q < 1:
-            raise ValidationError(f"MatchSpec.quantile_groups must be an integer >= 1. Got {q!r}.")
-        object.__setattr__(self, "quantile_groups", int(q))
         strategy = self.strategy
         object.__setattr__(self, "strategy", parse_strategy(
             tuple(strategy) if isinstance(strategy, list) else strategy))
@@ -363,7 +354,7 @@ class PopulationSpec:
         | checked([Interval(float, 0, 1, closed="right"), None]))
     population_size: int | None = field(default=None, metadata=cli_option(
         "--n-pop", "population size (alternative to --sampling-fraction)", metavar="N",
-        type=int, group=INTRUDER))
+        type=int, group=INTRUDER) | checked([Interval(int, 1), None]))
     weights: str | Sequence[float] | np.ndarray | None = field(default=None, metadata=cli_option(
         "--weights", "survey weights of the original's records (a column of ORIGINAL): "
         "population counts estimated as the sum of the weights of the records sharing the "
@@ -431,10 +422,6 @@ class PopulationSpec:
             raise ValidationError(
                 "PopulationSpec.sampling_fraction: give sampling_fraction or population_size, "
                 "not both.")
-        if N is not None and (not is_number(N) or int(N) != N or N < 1):
-            raise ValidationError(
-                f"PopulationSpec.population_size must be an integer >= 1. Got {N!r}."
-            )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready description (data given as counts or weights are described, not copied)."""

@@ -263,7 +263,7 @@ def membership_risk(model: Any, original: pd.DataFrame, synthetic: Any, *,
     if population is None:
         population = len(members) if hold is None else 0
     pi = prior_probability(prior, n, attack.population_size)
-    check_options(population, threshold, normaliser_draws, bootstrap, alpha, model, n)
+    check_options(population, bootstrap, model, n)
     us = list(schema.unsynthesized)
     # a selection rule on the values puts s(x') into the normaliser, which then is not 1 for m = 1
     normalised = m > 1 or (rule is not None and rule.kind == "rule")
@@ -385,8 +385,7 @@ def _tree_membership_risk(model: Any, original: Any, synthetic: Any, holdout: An
     if population is None:
         population = len(members) if hold is None else 0
     pi = prior_probability(prior, n, population_size)
-    check_options(population, threshold, normaliser_draws, bootstrap,
-                   unsynthesized_concentration, synth, n)
+    check_options(population, bootstrap, synth, n)
     alpha = float(unsynthesized_concentration)
     us = list(schema.unsynthesized)
     if not us:

@@ -71,48 +71,30 @@ def _check_levels(df: pd.DataFrame, schema: Any, argument: str) -> None:
 
 
 def prior_probability(prior: float | str, n: int, population_size: int | None) -> float:
-    if isinstance(prior, str):
-        if prior == "balanced":
-            return 0.5
-        if prior == "sampling":
-            if population_size is None:
-                raise ValidationError(
-                    "prior='sampling' (the base rate n/N) needs population_size=N.",
-                    code="OPTION_REQUIRED")
-            if not (isinstance(population_size, (int, np.integer)) and population_size >= n):
-                raise ValidationError(
-                    f"population_size must be an integer >= the {n} confidential records. Got "
-                    f"{population_size!r}.")
-            return n / float(population_size)
-        raise ValidationError(
-            f"prior must be 'balanced', 'sampling' or a probability in (0, 1). Got {prior!r}.")
-    p = float(prior)
-    if not (0.0 < p < 1.0) or isinstance(prior, bool):
-        raise ValidationError(f"prior must be a probability in (0, 1). Got {prior!r}.")
-    return p
+    """The prior membership probability of ``AttackSpec``'s ``prior`` (the spec checked
+    the value, and that ``"sampling"`` has its ``population_size``); what is left is its
+    relation to the data: ``N`` at least the ``n`` confidential records."""
+    if prior == "balanced":
+        return 0.5
+    if prior == "sampling":
+        if population_size < n:  # type: ignore[operator]
+            raise ValidationError(
+                f"population_size must be an integer >= the {n} confidential records. Got "
+                f"{population_size!r}.")
+        return n / float(population_size)  # type: ignore[arg-type]
+    return float(prior)
 
 
-def check_options(population: Any, threshold: float, normaliser_draws: Any, bootstrap: Any,
-                   alpha: Any, model: Any = None, n: int = 0) -> None:
-    """The numeric options of :func:`membership_risk`, each named in its error."""
+def check_options(population: Any, bootstrap: int, model: Any = None, n: int = 0) -> None:
+    """The options of ``membership_risk`` its specs do not check: ``population`` (its
+    table's constraint), the memory of ``bootstrap`` replicates (the number checked by
+    ``AttackSpec``) and the look-alikes the model can draw."""
     check_params(dict(population=population), argument_checks(MEMBERSHIP_ARGUMENTS))
-    if not (0.0 < float(threshold) < 1.0):
-        raise ValidationError(f"threshold must be in (0, 1). Got {threshold!r}.")
-    if isinstance(normaliser_draws, bool) or not isinstance(normaliser_draws, (int, np.integer)) \
-            or normaliser_draws < 20:
-        raise ValidationError(
-            f"normaliser_draws must be an integer >= 20. Got {normaliser_draws!r}.")
-    if isinstance(bootstrap, bool) or not isinstance(bootstrap, (int, np.integer)) or bootstrap < 0:
-        raise ValidationError(f"bootstrap must be an integer >= 0. Got {bootstrap!r}.")
     from bayes_risk._memory import check_memory
 
     # the file summary's four arrays of replicates (bootstrap=10**9 asked for 32 GB)
     check_memory(32.0 * int(bootstrap), arg_name("bootstrap"),
                  what=f"{int(bootstrap):,} bootstrap replicates of the file summaries")
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.number)) or not (
-            np.isfinite(alpha) and alpha > 0):
-        raise ValidationError(f"unsynthesized_concentration must be a number > 0. Got {alpha!r}.",
-                              code="INVALID_ARGUMENT")
     if model is not None:
         check_drawable(model, int(population), "population", n)
 

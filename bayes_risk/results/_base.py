@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
+from bayes_risk._constraints import Options, check_value
 from bayes_risk._io import to_jsonable
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.results._summary import SHORT_ROWS, ResultWarning, Summary
@@ -134,10 +135,7 @@ class RiskResult(metaclass=ABCMeta):
         if not kinds:
             raise ValidationError(f"{type(self).__name__} has no plot.", code="RESULT_UNSUITED")
         kind = kinds[0] if kind is None else kind
-        if kind not in kinds:
-            raise ValidationError(
-                f"kind of {type(self).__name__}.plot must be one of {list(kinds)}. Got {kind!r}."
-            )
+        check_value(kind, Options(tuple(kinds)), f"kind of {type(self).__name__}.plot")
         figsize = kwargs.pop("figsize", None)
         if ax is None:
             ax = pyplot_axes(figsize or self._figsize(kind), new=figsize is not None)

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import Options, check_value
 from bayes_risk._io import to_jsonable
 from bayes_risk.results._base import RiskResult, draws, legend_below
 from bayes_risk.results._summary import Summary
@@ -201,9 +202,7 @@ class OriginalRisk(RiskResult):
             raise ValidationError("this result has no l-diversity (no sensitive column).",
                                   code="RESULT_UNSUITED")
         col = next(iter(self.l_diversity)) if sensitive is None else sensitive
-        if col not in self.l_diversity:
-            raise ValidationError(f"sensitive must be one of {list(self.l_diversity)}. "
-                                  f"Got {sensitive!r}.")
+        check_value(col, Options(tuple(self.l_diversity)), "sensitive")
         d = self.records[f"{col}_Distinct_Ldiversity"].to_numpy(dtype=np.float64)
         vals, cnt = np.unique(d, return_counts=True)
         ax.bar(vals, cnt, width=0.8, color=np.where(vals <= 1, "#c44e52", "#4c72b0"))

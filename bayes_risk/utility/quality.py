@@ -32,9 +32,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import Interval, check_params
 from bayes_risk._io import to_jsonable
 from bayes_risk.data.schema import Schema
-from bayes_risk.exceptions import ValidationError
 
 __all__ = ["QualityReport", "quality_report"]
 
@@ -205,10 +205,10 @@ def quality_report(original: pd.DataFrame, synthetic: Any, *, schema: Schema | N
     """
     from bayes_risk.utility._inputs import release_and_columns
 
-    for name, t in (("correlation_threshold", correlation_threshold),
-                    ("association_threshold", association_threshold)):
-        if isinstance(t, bool) or not isinstance(t, int | float) or not 0 <= t <= 1:
-            raise ValidationError(f"{name} must be a number in [0, 1]. Got {t!r}.")
+    check_params(dict(correlation_threshold=correlation_threshold,
+                      association_threshold=association_threshold),
+                 dict.fromkeys(("correlation_threshold", "association_threshold"),
+                               Interval(float, 0, 1)))
     datasets, schema, cols = release_and_columns(original, synthetic, schema=schema,
                                                  categorical=categorical, columns=columns)
     numeric = {c: not schema[c].is_categorical for c in cols}

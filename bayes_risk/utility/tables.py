@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import Interval, check_params, check_value
 from bayes_risk._io import to_jsonable
 from bayes_risk.data.levels import level_codes
 from bayes_risk.data.missing import missing_kinds
@@ -245,10 +246,8 @@ def table_utility(original: pd.DataFrame, synthetic: Any, *, schema: Schema | No
     """
     from bayes_risk.utility._inputs import release_and_columns
 
-    if not isinstance(order, int | np.integer) or isinstance(order, bool) or not 1 <= order <= 3:
-        raise ValidationError(f"order must be 1, 2 or 3 (columns per table). Got {order!r}.")
-    if not isinstance(ngroups, int | np.integer) or isinstance(ngroups, bool) or ngroups < 2:
-        raise ValidationError(f"ngroups must be an integer >= 2. Got {ngroups!r}.")
+    check_params(dict(order=order, ngroups=ngroups),
+                 {"order": Interval(int, 1, 3), "ngroups": Interval(int, 2)})
     datasets, schema, cols = release_and_columns(original, synthetic, schema=schema,
                                                  categorical=categorical, columns=columns)
     binned = _binned_columns(original, datasets, schema, cols, int(ngroups))
@@ -397,8 +396,7 @@ def compare_marginals(original: pd.DataFrame, synthetic: Any, *, schema: Schema 
     """
     from bayes_risk.utility._inputs import release_and_columns
 
-    if not isinstance(breaks, int | np.integer) or isinstance(breaks, bool) or breaks < 1:
-        raise ValidationError(f"breaks must be an integer >= 1. Got {breaks!r}.")
+    check_value(breaks, Interval(int, 1), "breaks")
     datasets, schema, columns = release_and_columns(original, synthetic, schema=schema,
                                                     categorical=categorical, columns=columns)
     tu = table_utility(original, datasets, schema=schema, order=1, columns=columns,

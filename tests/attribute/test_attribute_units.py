@@ -421,7 +421,7 @@ def test_largest_value_risk_refusals():
 
     df = pd.DataFrame({"wages": [1, 2, 30]})
     for delta in (0, -0.1, float("nan"), "0.1"):
-        with pytest.raises(ValidationError, match="delta must be a positive number"):
+        with pytest.raises(ValidationError, match="delta must be a finite number > 0"):
             largest_value_risk(None, df, None, "wages", delta=delta)
     with pytest.raises(ValidationError, match="scenario"):
         largest_value_risk(None, df, None, "wages", scenario="worst_case")

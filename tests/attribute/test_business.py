@@ -96,7 +96,7 @@ def test_relative_difference_reads_declared_codes_and_refuses_what_it_cannot_mea
                             columns=["v"])
     assert err.value.code == "MEASURE_UNDEFINED"
     for bad in (0.0, -1.0, math.nan, "x"):
-        with pytest.raises(ValidationError, match="delta must be a positive number"):
+        with pytest.raises(ValidationError, match="delta must be a finite number > 0"):
             relative_difference(Y, Z, columns=["sales"], delta=bad)
 
 

@@ -407,8 +407,8 @@ def test_a_cost_that_is_not_a_step_cost_is_refused(toy):
 
     from bayes_risk.measures import StepCost
 
-    with pytest.raises(ValidationError, match="cost must be a bayes_risk.measures.StepCost; "
-                       "got 'fast'") as err:
+    with pytest.raises(ValidationError, match="cost must be a bayes_risk.measures.StepCost. "
+                       "Got 'fast'") as err:
         replace(toy.MEASURE, cost="fast")
     assert err.value.code == "MEASURE_BROKEN"
     with pytest.raises(ValidationError, match=r"cost.work must be the function or class "

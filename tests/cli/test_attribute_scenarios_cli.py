@@ -95,7 +95,7 @@ def test_scenario_errors_cli(saved_dpmpm, tmp_path, capsys):
     assert r.returncode != 0 and "--delta applies to the largest-value scenarios" in r.stderr
     r = _in_process([*base, "--scenario", "second-largest", "--column", "AGE", "--delta", "-0.1",
                      "--out", str(tmp_path / "e")], capsys)
-    assert r.returncode != 0 and "--delta must be a positive number. Got -0.1" in r.stderr
+    assert r.returncode != 0 and "--delta must be a finite number > 0. Got -0.1" in r.stderr
     for d in "abde":
         assert not (tmp_path / d).exists()
 

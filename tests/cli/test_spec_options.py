@@ -152,7 +152,7 @@ def test_the_audit_options_give_its_settings():
 
 
 @pytest.mark.parametrize(("option", "value", "message"), [
-    ("--ngroups-target", "1.5", "--ngroups-target must be an integer >= 2 or None. Got '1.5'"),
+    ("--ngroups-target", "1.5", "--ngroups-target must be an integer >= 2. Got '1.5'"),
     ("--radius-sweep", "0.1,x", "--radius-sweep must be radii"),
     ("--refit-draws", "0", "--refit-draws must be an integer >= 1. Got 0"),
 ])

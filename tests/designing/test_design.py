@@ -286,7 +286,7 @@ def test_space_fix_exclude_and_remedies(ce):
     with pytest.raises(br.ValidationError, match="unknown axis"):
         DesignSpace(columns=[["Tenure"]], fix={"cart.minleaf": 5}).resolved(
             columns=[], methods=["cart"], m=[2]).candidates(ce, sch, ["Age"])
-    with pytest.raises(br.ValidationError, match="unknown remedy"):
+    with pytest.raises(br.ValidationError, match="remedies must be one of"):
         DesignSpace(remedies=["sdcmicro_pram"])
 
 
