@@ -47,11 +47,13 @@ class Sampling(GroupedSettings):
     thin : int, optional
         Gibbs sweeps per kept draw (>= 1; DPMPM).
     max_sweeps : int, optional
-        Most sweeps per chain of a run that extends itself until its checks pass (>= 0, 0: the
-        run has the length asked for; DPMPM).
+        Most sweeps per chain of a run that extends itself (as many sweeps again at twice the
+        thinning) until its checks pass (>= 0, 0: the run has the length asked for; DPMPM).
     starts : str or sequence of str, optional
-        How the chains start: ``"overdispersed"`` or a kind of start of each chain, cycled
-        over the chains (DPMPM, PoissonMixture; :ref:`dpmpm-starts`).
+        How the chains start: a kind of start of each chain, cycled over the chains,
+        ``"spread"`` (every class occupied), ``"few"`` (3 classes) or ``"prior"`` (a prior
+        draw), or ``"overdispersed"``: the three in the model's order (DPMPM, PoissonMixture;
+        :ref:`dpmpm-starts`).
     temperatures : int, optional
         Replicas of each chain's tempered ladder (>= 1, 1: no tempering; DPMPM's Gibbs sampler).
 

@@ -64,7 +64,8 @@ class TreeOptions(GroupedSettings):
         Random forest: with ``oob_only``, out-of-bag trees per record at least (default 100).
     procedure : {"A", "B"}, optional
         Random forest: Caiola & Reiter's procedure, forests on all other columns (A, default)
-        or on the never-replaced columns and those visited before (B).
+        or on the never-replaced columns and those visited before (B; every replaced column
+        must have the same replaced records).
     min_group_size : int, optional
         Random forest with ``group_by``: levels with fewer replaced records use the column's
         pooled forest (default 10).

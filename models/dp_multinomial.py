@@ -91,8 +91,8 @@ class DPMultinomial(BayesianSynthesizer):
     sampling : Sampling, optional
         ``draws`` (default 1,000) and ``chains`` (2): the exact posterior draws, arranged as
         ArviZ chains (nothing to tune, nothing to diagnose).
-    random_seed : RandomSeed
-        Seed of :meth:`fit` and default seed of :meth:`synthesize`.
+    random_seed
+        See :class:`~bayes_risk.models._bayesian.base.BayesianSynthesizer`.
     progressbar : bool
         Unused (the draws are exact); kept for the Bayesian models' common settings.
 

@@ -192,7 +192,7 @@ def refit_cost(model: Any, n_synthetic: int, m: int, *, refit_draws: int | None 
     n_synthetic, m : int
         Synthesized records appended in each refit; number of refits.
     refit_draws : int, optional
-        Kept draws per chain of each refit (default: the model's ``draws``).
+        As ``refit_draws`` of :class:`~bayes_risk.attribute.EstimatorSpec`.
     distinct : (int, int), optional
         Distinct records of the fit's data and of a refit's: the lower end scales by their ratio.
     pilot : Pilot, optional

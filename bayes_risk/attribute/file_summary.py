@@ -73,11 +73,11 @@ def file_summary(
     pattern_vars : sequence of str, optional
         Columns defining a record's pattern for ``"paiva"`` (default: the unsynthesized columns).
     n_mc : int, optional
-        Monte Carlo R1 with this many posterior draws instead of the exact mean.
+        ``"wang_reiter"``: as in :func:`~bayes_risk.attribute.summaries.wang_reiter`.
     delta, interval
         Interval of ``"largest_value"``: ``[y(1−δ), y(1+δ)]`` or an explicit ``(lo, hi)``.
     thresholds : sequence of float
-        ``"hrw"``: count records whose ``p_true`` exceeds each threshold.
+        ``"hrw"``: as in :meth:`~bayes_risk.attribute.AttributeRiskResult.to_dict`.
     random_seed : RandomSeed
         Seed of the Monte Carlo R1 (one independent stream per record).
 

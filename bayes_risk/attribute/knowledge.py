@@ -52,16 +52,10 @@ def attribute_known_sweep(
         As in :func:`~bayes_risk.attribute.attribute_risk`.
     known : sequence of str
         The synthesized columns the intruder may know (1 to 20; not every synthesized column).
-    max_size : int, optional
-        Largest subset size evaluated exhaustively (default: every size).
-    greedy_beyond : bool
-        Follow the greedy forward path beyond ``max_size`` (default ``True``).
+    max_size, greedy_beyond, bands, max_subsets
+        As in :func:`~bayes_risk.identification.known_sweep` (the same lattice of subsets).
     measure : {"mean_p_true", "prop_top"}
         What the greedy path and the frontier rank subsets by.
-    bands : int
-        Quantile bands of a numeric column in the per-level contributions (default 10).
-    max_subsets : int
-        Largest number of subsets evaluated (default 4,096); more is an error.
     random_seed : int, Generator or None
         One seed for every subset (kept in ``settings["random_seed"]``).
     progressbar : bool

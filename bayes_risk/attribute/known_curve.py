@@ -46,7 +46,7 @@ def known_fraction_curve(
     fractions : sequence of float
         Known shares in ``[0, 1]`` (sorted, duplicates dropped).
     seed : int
-        Seed of the random order in which records become known.
+        As ``seed`` of :class:`~bayes_risk.attribute.ScenarioSpec`.
     random_seed : int, Generator or None
         As in ``attribute_risk`` (one seed shared by every fraction).
     progressbar : bool

@@ -94,18 +94,15 @@ class AuditSettings:
         reported beside the worst case (default: Hornby & Hu's convention, a percentage radius
         of 0.1 on every numeric known column); any other field given is refused.
     sweep : sequence of float or None
-        Radii of the worst-case radius search, which covers every numeric known column,
-        synthesized or released unchanged, with 0 (exact matching) always added (default
+        ``radii`` of the worst-case radius search (:func:`~bayes_risk.radius_search`), over
+        every numeric known column, synthesized or released unchanged (default
         ``DEFAULT_SWEEP``: 0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5 and 1, Hornby & Hu's 0.01 …
         0.3 widened to 1).
         ``None`` skips the search: the verdict then reads ``match``'s radius, which is not the
         worst case, and says so (``RADIUS_NOT_SEARCHED``).
     radius_refine : int
-        Points the search evaluates at most between the grid's radii (``refine`` of
-        :func:`~bayes_risk.radius_search`, default 200): the figures are exact over every
-        radius when no bound between the points exceeds them, else each line states the bound
-        (``RADIUS_SEARCH_BOUNDED``); 0 evaluates the grid's points only, still bounding the
-        figures between them.
+        ``refine`` of the radius search (:func:`~bayes_risk.radius_search`, default 200); a
+        bounded search's verdict lines state the bound (``RADIUS_SEARCH_BOUNDED``).
     known_sweep : bool
         Add the knowledge sweeps (:func:`~bayes_risk.identification.known_sweep`,
         :func:`~bayes_risk.attribute.attribute_known_sweep`; ``2**k`` subsets). Default off.
@@ -122,14 +119,14 @@ class AuditSettings:
     attribute_estimator : EstimatorSpec or {"auto", "stabilised", "is"}
         ``kind``, ``refit_draws`` and ``refit_cache`` of the attribute step's
         :class:`~bayes_risk.EstimatorSpec` (default ``"auto"``); any other field is refused.
-    combining_rules : {"auto", "partial", "full-same-n", "full-population"}
-        Combining rules of the interval overlaps (:func:`~bayes_risk.utility.utility_summary`).
+    combining_rules : {"auto", "partial", "full-same-n", "full-population", "partial-sample"}
+        Combining rules of the interval overlaps (``rules`` of
+        :class:`~bayes_risk.utility.OverlapSpec`).
     propensity : PropensitySpec, "logit" or "cart", optional
         ``method`` and ``max_order`` of the pMSE's propensity model (default logit with two-way
         interactions); any other field is refused.
     imputed : "auto" or sequence of str
-        Columns the synthesizer imputed, compared on the observed cells
-        (:func:`~bayes_risk.utility.utility_summary`); ``[]``: none.
+        ``imputed`` of the utility step (:func:`~bayes_risk.utility.utility_summary`).
     membership_selection : None, "independent", str or callable
         How the synthesized records of a partial release were selected (``selection`` of
         :func:`~bayes_risk.membership_risk`); without it such a release skips membership.

@@ -114,8 +114,7 @@ class RatioSpec:
     khat : bool
         Compute Pareto k̂ of every mean (flags ``KHAT_HIGH``).
     refit_cache : str or path, optional
-        A folder where the refits are stored and reused (with a ``random_seed`` only;
-        :doc:`/user_guide/attribute`, Refits reused across commands).
+        As ``refit_cache`` of :class:`~bayes_risk.attribute.EstimatorSpec`.
 
     Raises
     ------

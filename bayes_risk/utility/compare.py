@@ -323,8 +323,8 @@ def compare_estimates(
     schema : Schema, optional
     alpha : float
         ``1 −`` confidence level.
-    rules : {"auto", "partial", "full-same-n", "full-population"}
-        Combining rules; ``"auto"``: the manifest's generation scheme, else inferred.
+    rules : {"auto", "partial", "full-same-n", "full-population", "partial-sample"}
+        Combining rules (as ``rules`` of :class:`~bayes_risk.utility.OverlapSpec`).
     imputed : "auto" or iterable of str
         As :func:`~bayes_risk.pmse`'s.
 

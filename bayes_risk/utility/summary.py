@@ -138,13 +138,11 @@ def utility_summary(
     random_seed : int, Generator or None
     progressbar : bool
     imputed : "auto" or iterable of str
-        Columns whose missing values the synthesizer imputed, compared on the original's
-        observed cells.
+        As :func:`~bayes_risk.pmse`'s.
     table_order, ngroups : int
-        The per-table utility (:func:`~bayes_risk.utility.table_utility`): every table of 1 to
-        ``table_order`` columns, numeric columns in ``ngroups`` groups (synthpop's
-        ``utility.tables``); the one-way tables are :func:`~bayes_risk.utility.compare_marginals`'
-        per-variable utility, beside its percentages.
+        ``order`` and ``ngroups`` of the per-table utility
+        (:func:`~bayes_risk.utility.table_utility`; its one-way tables are
+        :func:`~bayes_risk.utility.compare_marginals`' per-variable utility).
 
     Returns
     -------

@@ -72,8 +72,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
     Parameters
     ----------
     sampling : Sampling, optional
-        How the sampler runs (:class:`~bayes_risk.models.Sampling`: ``draws``, ``tune``,
-        ``chains``, ``cores``, and the fields a model's sampler adds); ``None`` or a field left
+        How the sampler runs (:class:`~bayes_risk.models.Sampling`); ``None`` or a field left
         at ``None``: the model's ``sampling_defaults``.
     random_seed : RandomSeed
         Seed of :meth:`fit` and default seed of :meth:`synthesize` (a seed given to

@@ -84,16 +84,12 @@ class DPMPM(BayesianSynthesizer):
         Impossible combinations in NPBayesImputeCat's ``MCZ`` format (a missing value: any
         level), given probability zero (Manrique-Vallier & Reiter 2014). Saved with the model.
     sampling : Sampling, optional
-        How the sampler runs (:class:`~bayes_risk.models.Sampling`). Defaults: 2 chains of 1,000
-        warm-up sweeps and 500 draws every 5th sweep (``H = 1000``). ``thin``: Gibbs sweeps per
-        kept draw after the warm-up (default: 5 for the default Gibbs run, else 1; resolved by
-        ``fit``). ``max_sweeps``: bound of the sweeps per chain of a run that extends itself
-        (doubling its thinning) until the checks of :meth:`convergence_summary` pass, as
-        ``autorun.jags`` does (default: 50,000 for the default Gibbs run, else 0: disabled).
-        ``temperatures``: replicas of each chain's parallel-tempering ladder (default 1: none;
-        not with structural zeros or ``sampler="nuts"``). ``starts``: how each Gibbs chain
-        starts (cycled): ``"spread"``, ``"few"`` or ``"prior"``; default ``"overdispersed"``:
-        ``("spread", "few", "prior")``.
+        How the sampler runs (:class:`~bayes_risk.models.Sampling`, its fields). Defaults: 2
+        chains of 1,000 warm-up sweeps and 500 draws every 5th sweep (``H = 1000``); with
+        ``draws`` given or ``sampler="nuts"``, ``thin`` 1 and ``max_sweeps`` 0, else 5 and
+        50,000 (the run extends itself until the checks of :meth:`convergence_summary` pass,
+        as ``autorun.jags`` does); ``temperatures`` 1 (above 1 not with structural zeros or
+        ``sampler="nuts"``); ``starts`` ``("spread", "few", "prior")``.
     random_seed, progressbar
         See :class:`~bayes_risk.models._bayesian.base.BayesianSynthesizer`.
     alpha_warmup_bound : float, optional
@@ -311,16 +307,11 @@ class DPMPM(BayesianSynthesizer):
         ----------
         data : DataFrame
             Confidential records; every column categorical (missing values allowed).
-        schema : Schema, optional
-            Types, levels and roles (default: inferred, with ``categorical`` overrides).
-        synthesized : sequence of str, optional
-            Columns to synthesize (default: the schema's synthesized columns, or all columns).
+        schema, synthesized, records, random_seed
+            As in :meth:`BayesianSynthesizer.fit
+            <bayes_risk.models._bayesian.base.BayesianSynthesizer.fit>`.
         categorical : sequence of str, optional
             Integer-coded columns to treat as categorical when the schema is inferred.
-        records : array of bool or int indices, optional
-            Records whose synthesized columns are replaced (default all).
-        random_seed : RandomSeed
-            Seed of the sampler (default: the ``random_seed`` setting).
 
         Returns
         -------

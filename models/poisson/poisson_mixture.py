@@ -82,9 +82,8 @@ class PoissonMixture(BayesianSynthesizer):
         (small problems only).
     sampling : Sampling, optional
         How the sampler runs (:class:`~bayes_risk.models.Sampling`): ``draws`` (default
-        1,000), ``tune`` (500), ``chains`` (1), ``cores`` (1) and ``starts``: how each Gibbs
-        chain starts (cycled): ``"prior"``, ``"spread"`` or ``"few"``; default
-        ``"overdispersed"``: ``("prior", "spread", "few")``.
+        1,000), ``tune`` (500), ``chains`` (1), ``cores`` (1) and ``starts`` (``("prior",
+        "spread", "few")``).
     random_seed, progressbar
         See :class:`~bayes_risk.models._bayesian.base.BayesianSynthesizer`.
 

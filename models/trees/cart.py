@@ -36,9 +36,8 @@ class CARTSynthesizer(TreeSynthesizer):
     Parameters
     ----------
     trees : TreeOptions, optional
-        How the trees are grown (:class:`~bayes_risk.models.TreeOptions`): ``min_leaf``
-        (default 5; Drechsler & Reiter 2008), ``min_deviance`` (default 0.0, R ``mindev``),
-        ``max_depth`` (default none) and ``prune_to_diversity`` (Reiter 2005; default none).
+        How the trees are grown: the CART fields of :class:`~bayes_risk.models.TreeOptions`,
+        which states their defaults.
     donor : {"bayes_bootstrap", "uniform"}
         Donors drawn with Dirichlet(1..1) weights per leaf and dataset, or equally likely
         (synthpop with ``proper=FALSE``).

@@ -63,15 +63,8 @@ class RandomForestSynthesizer(TreeSynthesizer):
     Parameters
     ----------
     trees : TreeOptions, optional
-        How the forests are grown (:class:`~bayes_risk.models.TreeOptions`): ``n_trees`` per
-        forest (default 500); ``max_features``, candidate predictors per split (default
-        ``"sqrt"``, ``floor(sqrt(p))``); ``min_samples_leaf``, leaf size in distinct in-bag
-        records (default 1 = grow until pure); ``oob_only``, use only the trees for which the
-        record is out of bag, at least ``min_oob_trees`` of them (default False, 100);
-        ``procedure``, Caiola & Reiter's procedure, forests on all other columns (``"A"``,
-        default) or on the never-replaced columns and those visited before (``"B"``; the
-        replaced records must be the same); ``min_group_size``, with ``group_by``, levels with
-        fewer replaced records use the column's pooled forest (default 10).
+        How the forests are grown: the random-forest fields of
+        :class:`~bayes_risk.models.TreeOptions`, which states their defaults.
     probabilities : {"vote", "leaf_dirichlet"}
         How a categorical column's synthesis distribution is formed from its leaves.
     alpha : float, default 1.0
