@@ -4,7 +4,7 @@ step, settings rows, verdict and report sections, with what its step costs
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -202,6 +202,16 @@ class Measure:
     executor : str
         What of the step runs on the audit's executor (``audit(executor=...)``), as the report
         says it (``""``: the whole step runs in process).
+    cheap : bool
+        Whether the step is cheap and reads no fitted model: the design of a release
+        (``bayes_risk.design``) runs it in its first screen, where a line past its threshold
+        excludes a candidate before the steps that read the model run.
+    covers : callable, optional
+        ``covers(line, known, synthesized) -> list[str]``: for a verdict line past its
+        threshold (a row of ``AuditResult.verdict_frame()`` as a mapping: ``measure``,
+        ``threshold_name``, ...), the released columns whose synthesis the measure's remedies
+        name for it; the design grows the column sets to synthesize from them (``None``: the
+        line's remedies are knobs of the synthesizer, no column).
 
     Raises
     ------
@@ -210,8 +220,8 @@ class Measure:
         import path ``"module:attribute"`` included: import the object and name it), or
         ``thresholds`` something other than a tuple of thresholds, ``cost`` something other
         than a :class:`StepCost`, ``caveats`` something other than
-        a mapping of names to tuples of codes, ``risk`` or ``intruders_by_line`` something
-        other than a bool, or ``executor`` other than a string.
+        a mapping of names to tuples of codes, ``risk``, ``intruders_by_line`` or ``cheap``
+        something other than a bool, or ``executor`` other than a string.
     """
 
     name: str
@@ -235,6 +245,8 @@ class Measure:
     applies: Callable[[Any], str | None] | None = None
     preflight: Callable[[Any], None] | None = None
     executor: str = ""
+    cheap: bool = False
+    covers: Callable[[Mapping[str, Any], Sequence[str], Sequence[str]], list[str]] | None = None
 
     def __post_init__(self) -> None:
         check_params(self, {
@@ -255,14 +267,14 @@ class Measure:
             raise ValidationError(f"Measure {self.name!r}: caveats must map each kind of line "
                                   "to a tuple of warning codes; got "
                                   f"{self.caveats!r}.", code="MEASURE_BROKEN")
-        for key in ("risk", "intruders_by_line"):
+        for key in ("risk", "intruders_by_line", "cheap"):
             check_value(getattr(self, key), Flag(), f"Measure {self.name!r}: {key}",
                         code="MEASURE_BROKEN")
         named = {"step": self.step, "function": self.function, "result": self.result,
                  "verdict": self.verdict, "settings": self.settings,
                  "not_assessed": self.not_assessed, "contributions": self.contributions,
                  "together": self.together, "resolve": self.resolve, "applies": self.applies,
-                 "preflight": self.preflight,
+                 "preflight": self.preflight, "covers": self.covers,
                  **{f"sections[{i}]": s for i, s in enumerate(self.sections)},
                  **({"cost.work": self.cost.work, "cost.need": self.cost.need}
                     if self.cost is not None else {})}

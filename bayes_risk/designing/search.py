@@ -35,11 +35,7 @@ from bayes_risk.designing.space import (
 from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.results.business import wilson_interval
 
-__all__ = ["design", "CHEAP_STEPS", "OBJECTIVES"]
-
-#: the steps of the first screen: cheap, and a line past its threshold there excludes the
-#: candidate whatever the later steps find (the issue's identification and DiSCO first)
-CHEAP_STEPS: tuple[str, ...] = ("utility", "identification", "disclosure")
+__all__ = ["design", "OBJECTIVES"]
 
 #: the file of the search's journal in ``out`` (Optuna's JournalStorage): every finished
 #: candidate, kept through an interrupt, read again by ``resume``
@@ -154,9 +150,10 @@ class _Evaluator:
         self.original, self.schema, self.known = original, schema, list(known)
         self.settings, self.thresholds, self.seed = settings, thresholds, int(seed)
         self.screen_records, self.progressbar = screen_records, progressbar
-        names = [m.name for m in measures()]  # the audit's registry: every step it runs
-        self.cheap = [n for n in names if n in CHEAP_STEPS]
-        self.expensive = [n for n in names if n not in CHEAP_STEPS]
+        # the audit's registry: every step it runs; the first screen, the cheap ones whose line
+        # past its threshold excludes a candidate whatever the later steps find
+        self.cheap = [m.name for m in measures() if m.cheap]
+        self.expensive = [m.name for m in measures() if not m.cheap]
         self._fit: tuple[str, Any] | None = None  # one fitted model held at a time
         self._model_lines: dict[str, list[dict[str, Any]]] = {}
         self.n_fits = 0
@@ -521,8 +518,7 @@ def _resolved_space(space: DesignSpace, facts: dict[str, Any] | None, known: lis
         if not facts:
             raise ValidationError("space: give the column sets to synthesize (columns), or a "
                                   "start audit to grow them from.", code="OPTION_REQUIRED")
-        covers = [columns_to_cover(v["step"], v.get("threshold_name", ""), v["measure"], known,
-                                   base) for v in facts["exceeding"]]
+        covers = [columns_to_cover(v, known, base) for v in facts["exceeding"]]
         col_sets = grown_columns(base, covers, [c for c in known if c not in base])
     else:
         col_sets = [list(c) for c in space.columns]

@@ -161,21 +161,16 @@ def register_remedy(remedy: Remedy) -> Remedy:
     return remedy
 
 
-def columns_to_cover(step: str, threshold_name: str, measure: str, known: Sequence[str],
+def columns_to_cover(line: Mapping[str, Any], known: Sequence[str],
                      synthesized: Sequence[str]) -> list[str]:
-    """The unsynthesized columns whose synthesis the audit's remedies name for a line past its
-    threshold: a known column the intruder matches on (identification lines), a key or an
-    unsynthesized target (repU, DiSCO); none for the other lines (their remedies are knobs:
-    smoothing, larger leaves, fewer datasets)."""
-    released = [c for c in known if c not in synthesized]
-    if step in ("identification", "posterior_identification"):
-        return released
-    if threshold_name in ("repU", "DiSCO"):
-        target = measure.split("target ", 1)[1].split(",")[0].strip() if "target " in measure \
-            else None
-        keys = [c for c in released if c != target]
-        return keys + ([target] if target and target not in synthesized else [])
-    return []
+    """The released columns whose synthesis the audit's remedies name for ``line``, a verdict
+    line past its threshold (``step``, ``measure``, ``threshold_name``, ...): its measure's
+    ``Measure.covers`` (none for a measure without it, whose remedies are knobs: smoothing,
+    larger leaves, fewer datasets, nor for a step no registered measure runs)."""
+    from bayes_risk.measures import measures
+
+    covers = {m.name: m.covers for m in measures()}.get(line.get("step"))
+    return [] if covers is None else list(covers(line, known, synthesized))
 
 
 def grown_columns(base: Sequence[str], covers: Sequence[Sequence[str]],

@@ -263,12 +263,37 @@ def test_space_grown_from_the_lines_of_the_readme_audit():
     lines = [("identification", "expected_match_rate", "expected match rate"),
              ("disclosure", "DiSCO", "DiSCO (%), target Tenure"),
              ("attribute", "prop_top", "share ranked first")]
-    covers = [columns_to_cover(s, t, m, known, base) for s, t, m in lines]
+    covers = [columns_to_cover({"step": s, "threshold_name": t, "measure": m}, known, base)
+              for s, t, m in lines]
     assert covers == [["Age", "Urban", "Marital"], ["Age", "Urban", "Marital"], []]
     sets = grown_columns(base, covers, ["Age", "Urban", "Marital"])
     singles = [s for s in sets if len(s) == 4]
     assert {s[-1] for s in singles} == {"Age", "Urban", "Marital"}
     assert len(sets) == 6 and all(set(base) < set(s) for s in sets)
+
+
+def test_the_first_screen_and_the_columns_to_cover_are_read_off_the_records():
+    """The design reads the audit's registry: a measure's ``cheap`` puts its step in the first
+    screen and its ``covers`` names the columns a line past its threshold asks to synthesize;
+    a measure without them adds neither (a line of an unregistered step covers nothing)."""
+    from bayes_risk.designing.search import _Evaluator
+
+    def covers(line, known, synthesized):
+        return [c for c in known if c not in synthesized and c in line["measure"]]
+
+    mine = Measure(name="mine", title="Mine", step=_toy_step, cheap=True, covers=covers)
+    measures.register(mine)
+    try:
+        ev = _Evaluator(None, None, ["Age"], None, None, 1, None, False)
+        assert ev.cheap == ["utility", "identification", "disclosure", "mine"]
+        assert "attribute" in ev.expensive and "mine" not in ev.expensive
+        line = {"step": "mine", "measure": "share with Urban", "threshold_name": ""}
+        assert columns_to_cover(line, ["Age", "Urban"], ["Age"]) == ["Urban"]
+    finally:
+        measures.unregister("mine")
+    assert columns_to_cover(line, ["Age", "Urban"], ["Age"]) == []
+    assert columns_to_cover({"step": "attribute", "measure": "share ranked first"},
+                            ["Age", "Urban"], ["Age"]) == []
 
 
 def test_space_fix_exclude_and_remedies(ce):

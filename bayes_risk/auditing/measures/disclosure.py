@@ -5,6 +5,7 @@ report section, named by ``MEASURE`` (:doc:`/methods/disclosure`, :doc:`/adding_
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -467,8 +468,21 @@ CAVEATS: dict[str, tuple[str, ...]] = {
 }
 
 
+
+def disclosure_covers(line: Mapping[str, Any], known: Sequence[str],
+                      synthesized: Sequence[str]) -> list[str]:
+    """The record's ``covers``: a key released unchanged, or the line's target if it is
+    released unchanged (repU and DiSCO fall when either is synthesized)."""
+    measure = str(line.get("measure", ""))
+    target = (measure.split("target ", 1)[1].split(",")[0].strip() if "target " in measure
+              else None)
+    keys = [c for c in known if c not in synthesized and c != target]
+    return keys + ([target] if target and target not in synthesized else [])
+
+
 MEASURE = Measure("disclosure", "Empirical disclosure measures (synthpop)",
-                  thresholds=builtin_thresholds("disclosure"),
+                  thresholds=builtin_thresholds("disclosure"), cheap=True,
+                  covers=disclosure_covers,
                   step=disclosure_step, function=disclosure_measures,
                   result=DisclosureByTarget, verdict=disclosure_lines,
                   sections=(disclosure_section,),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -900,8 +900,17 @@ EXECUTOR = ("the matching of every run (one dataset at a time, pooled, the radiu
             "knowledge sweep); the drivers of the risk in process")
 
 
+
+def released_known(line: Mapping[str, Any], known: Sequence[str],
+                   synthesized: Sequence[str]) -> list[str]:
+    """The record's ``covers``: a known column the intruder matches on, released unchanged
+    (synthesizing one is the identification lines' remedy)."""
+    return [c for c in known if c not in synthesized]
+
+
 MEASURE = Measure("identification", "Identification risk",
                   thresholds=builtin_thresholds("identification"), step=identification_step,
+                  cheap=True, covers=released_known,
                   function=identification_risk, result=IdentificationResult,
                   verdict=identification_lines, sections=(identification_section,),
                   settings=identification_settings, cost=COST, caveats=CAVEATS,

@@ -22,7 +22,7 @@ from bayes_risk.auditing.context import (
     step_folder,
     write_table,
 )
-from bayes_risk.auditing.measures.identification import planned_index_bytes
+from bayes_risk.auditing.measures.identification import planned_index_bytes, released_known
 from bayes_risk.auditing.outcome import (
     README_SIZES,
     Measure,
@@ -363,4 +363,5 @@ MEASURE = Measure("posterior_identification", "Posterior Monte Carlo identificat
                   step=posterior_identification_step, function=identification_risk,
                   result=IdentificationResult, sections=(posterior_identification_section,),
                   cost=COST, resolve=reads_likelihood, applies=posterior_applies,
+                  covers=released_known,
                   executor=EXECUTOR)

@@ -417,7 +417,7 @@ def utility_resolve(plan: AuditPlan, original: pd.DataFrame, release: Any,
 
 
 MEASURE = Measure("utility", "Utility",
-                  thresholds=builtin_thresholds("utility"), step=utility_step,
+                  thresholds=builtin_thresholds("utility"), step=utility_step, cheap=True,
                   function=utility_summary,
                   result=UtilitySummary, verdict=utility_lines,
                   sections=(utility_risk_section, utility_section, comparisons_section),
