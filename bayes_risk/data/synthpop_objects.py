@@ -31,15 +31,6 @@ def _synds(obj: Any, attrs: Any) -> Any:
     return _Synds(obj) if isinstance(obj, dict) else obj
 
 
-def _classes(attrs: Any) -> list[str]:
-    cls = (attrs or {}).get("class")
-    return [] if cls is None else [str(c) for c in np.atleast_1d(cls)]
-
-
-def _strings(x: Any) -> list[str]:
-    return [str(v) for v in np.atleast_1d(np.asarray(x, dtype=object))]
-
-
 def _named(x: Any, names: list[str] | None = None) -> dict[str, Any]:
     """A named R vector (rdata gives a DataArray with its names, or a bare array) as a dict."""
     if hasattr(x, "coords") and x.dims:
