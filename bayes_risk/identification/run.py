@@ -1,6 +1,6 @@
 """An identification run assembled once, for the command line and the audit: the run, the
 radius search and the figures at its maximising radii, the radius sweep and the knowledge sweep
-(:func:`identification_run`), and the tables and figures they give (``IdentificationRun.files``).
+(``identification_run``), and the tables and figures they give (``IdentificationRun.files``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ LARGE_TABLES = frozenset({"records.csv", "known_sweep.csv", "known_sweep_drivers
 
 @dataclass
 class IdentificationRun:
-    """What :func:`identification_run` computed.
+    """What ``identification_run`` computed.
 
     Attributes
     ----------
@@ -143,7 +143,7 @@ def identification_run(
         The radii of ``radius_sweep``, every dataset evaluated separately (Hornby & Hu 2021,
         Fig. 6).
     known_sweep : sequence of str, optional
-        The candidates of ``known_sweep`` (:func:`run_known_sweep`); ``max_size`` its
+        The candidates of ``known_sweep`` (``run_known_sweep``); ``max_size`` its
         largest subset evaluated exhaustively.
     label : callable
         ``label(part, radius)``: the context each engine run is made in.
