@@ -5,9 +5,8 @@ radius search and the figures at its maximising radii, the radius sweep and the 
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,7 +104,7 @@ Label = Callable[[str, Any], AbstractContextManager[Any]]
 
 
 def _plain(part: str, radius: Any) -> AbstractContextManager[Any]:
-    return contextlib.nullcontext()
+    return nullcontext()
 
 
 def identification_run(
