@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 from typing import Any
 
 from bayes_risk.cli._common import (
     check_max_size,
     inputs_summary,
-    known_sweep_files,
     parse_numbers,
     parse_radius,
     write_run,
@@ -82,9 +82,10 @@ def run(args: argparse.Namespace) -> int:
         read_inputs,
         release_schema,
     )
+    from bayes_risk.data.io import write_csv
     from bayes_risk.exceptions import ValidationError
-    from bayes_risk.identification.api import identification_risk
-    from bayes_risk.identification.radius import SEARCH_RADII, radius_search, radius_sweep
+    from bayes_risk.identification.radius import SEARCH_RADII
+    from bayes_risk.identification.run import LARGE_TABLES, identification_run
     from bayes_risk.identification.specs import REFINE_POINTS
 
     _check_known_options(args)
@@ -110,7 +111,6 @@ def run(args: argparse.Namespace) -> int:
     release_free_memory()  # the CSV readers' buffers
     # the command writes no pooled probabilities: the run keeps none (its memory, the sweep's)
     run_aggregation = aggregation if replicates is not None or per_dataset else "pooled_measures"
-    sweep = search = None
     from bayes_risk.identification.selection import release_rule
 
     recorded = args.selection is None and release_rule(syn) is not None
@@ -137,91 +137,49 @@ def run(args: argparse.Namespace) -> int:
         original, syn = sampled.original, sampled.synthetic
         synthesized = sampled.synthesized if sampled.synthesized is not None else synthesized
         kw.update(population=sampled.population)
+    inputs = [original, syn]  # handed over: freed once encoded when nothing else reads them
+    del original, syn
     with dask_client(args) as client:
-        risk, sweep_fn, search_fn = identification_risk, radius_sweep, radius_search
+        executor = None
         if client is not None:
-            from bayes_risk import distributed
+            from bayes_risk.executors import DaskExecutor
 
-            risk, sweep_fn, search_fn = (distributed.identification_risk,
-                                         distributed.radius_sweep, distributed.radius_search)
-        dkw = dask_kwargs(args, client)
-        if search_grid is not None:
-            search = search_fn(original, syn, known=known,
-                               synthesized=synthesized, radii=search_grid,
-                               refine=(REFINE_POINTS if args.radius_refine is None
-                                       else args.radius_refine),
-                               aggregation="per_dataset" if per_dataset else "pooled",
-                               progressbar=not args.quiet,
-                               **{**kw, "match": kw["match"].replace(radius=None)}, **dkw)
-            if kw["match"].radius is None:  # the run's figures at the worst case
-                kw["match"] = kw["match"].replace(radius=dict(zip(
-                    search.columns, (float(r) for r in search.r_star), strict=True)))
-        run_kw = dict(known=known, synthesized=synthesized, replicates=replicates,
-                      aggregation=run_aggregation, progressbar=not args.quiet, **kw, **dkw)
-        if client is None and grid is None and not args.known_sweep and given is None:
-            from bayes_risk.identification.api import identification_risk_of_inputs
-
-            inputs = [original, syn]  # nothing below reads them: freed once encoded
-            del original, syn
-            res = identification_risk_of_inputs(inputs, **run_kw)
-            original = syn = None
-        else:
-            res = risk(original, syn, **run_kw)
-        if given is not None:
-            given.annotate(res)
-        if sampled is not None:
-            sampled.annotate(res)
-        if grid is not None:
-            # the sweep evaluates every dataset separately (one box per radius, as Hornby & Hu 2021
-            # Fig. 6)
-            sweep = sweep_fn(original, syn, known=known, synthesized=synthesized,
-                             radii=grid, aggregation="per_dataset", progressbar=not args.quiet,
-                             **kw, **dkw)
-        ksweep = _known_sweep(args, original, syn, kw, aggregation, client)
-    del original, syn, kw  # the inputs: the result holds what is written
+            executor = DaskExecutor(**dask_kwargs(args, client))
+        run = identification_run(
+            inputs, known=known, synthesized=synthesized, search=search_grid,
+            refine=REFINE_POINTS if args.radius_refine is None else args.radius_refine,
+            sweep=grid, known_sweep=args.known_sweep or None, max_size=args.max_size,
+            free_inputs=True, replicates=replicates, aggregation=run_aggregation,
+            progressbar=not args.quiet, executor=executor, **kw)
+    del inputs, kw  # the inputs: the result holds what is written
+    res = run.result
+    if given is not None:
+        given.annotate(res)
+    if sampled is not None:
+        sampled.annotate(res)
     release_free_memory()  # the inputs, the matching engine's indexes and buffers
     out = res.to_dict()
     out["settings"]["records_output"] = args.records_output
-    if sweep is not None:
-        out["radius_sweep"] = sweep.to_dict()
-    if search is not None:
-        out["radius_search"] = search.to_dict()
-    if ksweep is not None:
-        out["known_sweep"] = ksweep.to_dict()
+    for name, part in (("radius_sweep", run.sweep), ("radius_search", run.search),
+                       ("known_sweep", run.known_sweep)):
+        if part is not None:
+            out[name] = part.to_dict()
     out["inputs"] = inputs_summary(args, **({"targets": str(args.targets)} if args.targets
                                             else {}))
     lines = [*res.headline().splitlines(),
-             *(p.headline() for p in (search, sweep) if p is not None)]
+             *(p.headline() for p in (run.search, run.sweep) if p is not None)]
     if recorded:  # a selection rule the manifest records and --selection leaves unused
         lines.append("the release's manifest records why records were selected for synthesis: "
                      "--selection release gives the risk for the intruder who knows it")
-    _write_outputs(args, out, res, lines, replicates=replicates, sweep=sweep, search=search,
-                   ksweep=ksweep)
+    ks = run.known_sweep
+    if ks is not None:
+        lines.append(f"knowledge sweep over {len(ks.table)} subsets of "
+                     f"{', '.join(ks.candidates)}: {ks.headline()}")
+    tables, figures = run.files(records=args.records_output)
+    write_run(args, lines, out, figures=figures, dpi=120, tables={
+        name: functools.partial(write_csv, t) if name in LARGE_TABLES else t
+        for name, t in tables.items()})
     return 0
-
-
-def _write_outputs(args: argparse.Namespace, out: dict[str, Any], res: Any, lines: list[str],
-                   *, replicates: Any, sweep: Any, search: Any, ksweep: Any) -> None:
-    """Write the run's files into ``--out`` at once, then print its summary."""
-    import functools
-
-    from bayes_risk.data.io import write_csv
-
-    tables: dict[str, Any] = {}
-    figures: dict[str, Any] = {}
-    if args.records_output != "none":
-        table = res.records if args.records_output == "per-dataset" else res.target_table()
-        tables["records.csv"] = functools.partial(write_csv, table)
-    if replicates is not None:
-        figures["running_estimate.png"] = (res, "running_estimate")
-    for part, name, kind in ((sweep, "radius_sweep", "box"), (search, "radius_search", "profile")):
-        if part is not None:
-            tables[f"{name}.csv"], figures[f"{name}.png"] = part.to_frame(), (part, kind)
-    if ksweep is not None:
-        more_tables, more_figures, line = known_sweep_files(ksweep, write=write_csv)
-        tables, figures = {**tables, **more_tables}, {**figures, **more_figures}
-        lines.append(line)
-    write_run(args, lines, out, tables=tables, figures=figures, dpi=120)
 
 
 def _selection(args: argparse.Namespace, syn: Any) -> Any:
@@ -237,27 +195,6 @@ def _selection(args: argparse.Namespace, syn: Any) -> Any:
             "partially synthetic release of selected records lists them). Give the rule as an "
             "expression on the known columns, or 'release'.", code="SELECTION_NOT_RECORDED")
     return flags
-
-
-def _known_sweep(args: argparse.Namespace, original: Any, syn: Any, kw: dict[str, Any],
-                 aggregation: str | None, client: Any) -> Any:
-    """The knowledge sweep of ``--known-sweep`` (``None`` without it), with the run's options."""
-    if not args.known_sweep:
-        return None
-    from bayes_risk.identification.knowledge import known_sweep
-
-    cands = list(args.known_sweep)
-    listed = set(args.known_unsynthesized) | set(args.known_synthesized)
-    # candidates named in the run's known columns keep their role; otherwise the release says
-    synthesized = ([c for c in cands if c in args.known_synthesized]
-                   if set(cands) <= listed else None)
-    kw = dict(kw)
-    if isinstance(kw["match"].radius, dict):  # the radii of the candidates only
-        kw["match"] = kw["match"].replace(
-            radius={c: r for c, r in kw["match"].radius.items() if c in cands} or None)
-    return known_sweep(original, syn, candidates=cands, synthesized=synthesized,
-                       max_size=args.max_size, aggregation=aggregation, progressbar=not args.quiet,
-                       executor=client, **kw)
 
 
 def _posterior_replicates(args: argparse.Namespace, original, syn):

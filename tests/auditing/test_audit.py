@@ -353,7 +353,7 @@ def test_identification_verdicts_are_the_worst_case_over_the_radii(release, audi
     res, out = audited_hh
     ident = res.step("identification")
     sw, star, pooled = ident.extra["sweep"], ident.extra["at_r_star"], ident.extra["pooled"]
-    assert list(sw.columns) == list(pooled.sweep.columns) == ["Age", "Income"]
+    assert list(sw.columns) == list(pooled.search.columns) == ["Age", "Income"]
     assert 0.0 in sw.settings["search"]["values"]
     assert sw.settings["search"]["mode"] == "grid" and sw.grid_points == len(res.plan.sweep) ** 2
     v = {x.measure: x for x in res.verdicts}
@@ -369,17 +369,17 @@ def test_identification_verdicts_are_the_worst_case_over_the_radii(release, audi
                                  aggregation="per_dataset", progressbar=False)
     assert per.file["expected_match_risk"] == pytest.approx(star.file["expected_match_risk"])
     assert per.file["expected_match_risk"] == pytest.approx(sw.risk_star)
-    prad = dict(zip(pooled.sweep.columns, map(float, pooled.sweep.r_star), strict=True))
+    prad = dict(zip(pooled.search.columns, map(float, pooled.search.r_star), strict=True))
     pool = br.identification_risk(data, sd, known=[*KNOWN, "Income"], synthesized=["Income"],
                                   schema=sd.schema, match=MatchSpec(radius=prad),
                                   progressbar=False)
     assert pool.settings["aggregation"] == "pooled"
-    assert pool.file["expected_match_risk"] == pytest.approx(pooled.sweep.risk_star)
+    assert pool.file["expected_match_risk"] == pytest.approx(pooled.search.risk_star)
     # the largest over the grid, of each measure separately
     assert em.value == pytest.approx(100 * max(sw.risk_summary.max(),
-                                               pooled.sweep.risk_summary.max()) / n)
+                                               pooled.search.risk_summary.max()) / n)
     assert tm.value == pytest.approx(100 * max(sw.tmr_summary.max(),
-                                               pooled.sweep.tmr_summary.max()))
+                                               pooled.search.tmr_summary.max()))
     assert tm.value >= 100 * max(pool.file["true_match_rate_targets"],
                                  per.file["true_match_rate_targets"]) - 1e-9
     assert tm.unit == em.unit == "%"

@@ -210,3 +210,41 @@ def test_a_grid_too_small_for_the_kernels_one_rule_at_a_time_runs_them_with_the_
     np.testing.assert_array_equal(got.risk, want.risk)
     np.testing.assert_array_equal(got.true_match_rate, want.true_match_rate)
     np.testing.assert_array_equal(got.r_star, want.r_star)
+
+
+def test_identification_run_reads_the_search_as_the_command_line_and_the_audit_do():
+    """``identification_run``: without ``worst_case`` the search runs first and sets the run's
+    radius when the match spec gives none (the command line); with it, the run at the given
+    radius and the figures at the maximising radii beside it (the audit); every part equals
+    its separate run, and each part's table is among the files."""
+    from bayes_risk.identification.run import identification_run
+
+    y, syn = _table(80, 3)
+    kw = dict(known=KNOWN, synthesized=["inc"], categorical=["sex"], progressbar=False)
+    radii = [0.05, 0.2]
+    search = _quiet(radius_search, y, syn, radii=radii, **kw)
+    r_star = dict(zip(search.columns, map(float, search.r_star), strict=True))
+    at_star = _quiet(identification_risk, y, syn, match=MatchSpec(radius=r_star), **kw)
+    given = MatchSpec(radius={"age": 0.0, "inc": 0.1})
+    at_given = _quiet(identification_risk, y, syn, match=given, **kw)
+
+    cli = _quiet(identification_run, [y, syn], search=radii, match=MatchSpec(), **kw)
+    assert cli.radius_star == r_star and cli.at_r_star is None
+    assert cli.result.file["expected_match_risk"] == at_star.file["expected_match_risk"]
+    audit = _quiet(identification_run, [y, syn], search=radii, worst_case=True, match=given,
+                   sweep=[0.1], known_sweep=["sex", "inc"], **kw)
+    assert audit.result.file["expected_match_risk"] == at_given.file["expected_match_risk"]
+    assert audit.headline is audit.at_r_star
+    assert audit.at_r_star.file["expected_match_risk"] == at_star.file["expected_match_risk"]
+    assert audit.search.risk_star == search.risk_star
+    # the knowledge sweep's full set is the run at the given radius
+    full = audit.known_sweep.table.set_index("known").loc["sex, inc", "expected_match_risk"]
+    assert full == _quiet(identification_risk, y, syn, match=MatchSpec(radius={"inc": 0.1}),
+                          **{**kw, "known": ["sex", "inc"]}).file["expected_match_risk"]
+    tables, figures = audit.files()
+    assert set(tables) == {"records.csv", "radius_sweep.csv", "radius_search.csv",
+                           "known_sweep.csv", "known_sweep_drivers.csv", "known_sweep_levels.csv"}
+    assert set(figures) == {"radius_sweep.png", "radius_search.png", "known_sweep.png",
+                            "known_sweep_drivers.png"}
+    assert len(tables["records.csv"]) == len(y)
+    assert "records.csv" not in audit.files(records="none")[0]

@@ -6,10 +6,10 @@ report section, named by ``MEASURE`` (:doc:`/methods/identification`,
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -30,7 +30,6 @@ from bayes_risk.auditing.context import (
     rows_aligned,
     shown_known_values,
     step_folder,
-    write_known_sweep,
     write_table,
 )
 from bayes_risk.auditing.outcome import (
@@ -69,6 +68,12 @@ from bayes_risk.auditing.verdict_base import (
 )
 from bayes_risk.exceptions import arg_name
 from bayes_risk.identification.api import identification_risk
+from bayes_risk.identification.run import (
+    LARGE_TABLES,
+    IdentificationRun,
+    identification_run,
+    run_known_sweep,
+)
 from bayes_risk.results._base import plot_figure
 from bayes_risk.results.identification import IdentificationResult
 
@@ -85,15 +90,25 @@ def identification_step(ctx: StepContext) -> StepOutcome:
             "which the release carries unchanged (no known column is synthesized), so every "
             "synthetic dataset gives the same figures.")
     known = dict(known=list(p.known), synthesized=list(p.known_synthesized))
+    # the worst case over the radii beside the figures at the plan's radius (the verdict reads it)
+    search = (dict(search=list(p.sweep), refine=p.given.radius_refine, worst_case=True)
+              if p.sweep and p.search_columns else {})
     # each run's warnings name the run: the step runs the measure up to six times
-    with named_run(f"one dataset at a time, {radius_label(p.radius)}"):
-        res = identification_risk(ctx.original, ctx.synthetic, **known, **kw)
-    sweep = at_star = None
-    if p.sweep and p.search_columns:
-        sweep, rad, at_star = _sweep(ctx, res, {**kw, **known}, "one dataset at a time")
-    pooled = _pooled_identification(ctx, kw)
+    per = identification_run([ctx.original, ctx.synthetic], **known, **search,
+                             label=partial(_named, p, "one dataset at a time"), **kw)
+    res, sweep, at_star = per.result, per.search, per.at_r_star
+    # the measures only: the verdict and the report read the file measures, and the pooled
+    # probabilities π of every (target, record) pair grow as n² (more than 10^8 entries at
+    # 10^5 CE-like records); without π the run is counted by match pattern where it can be
+    pooled = identification_run(
+        [ctx.original, ctx.synthetic], **known, **search,
+        label=partial(_named, p, f"all {p.m} datasets pooled"),
+        **{**kw, "aggregation": "pooled_measures", "match": kw["match"].replace(fallback=None),
+           "progressbar": False})
     ctx.run.worst_radius = pooled.radius_star
-    ksweep = _known_sweep(ctx, kw)
+    # after the pooled runs (the order of the step's warnings), at the plan's radius
+    ksweep = (run_known_sweep(ctx.original, ctx.synthetic, candidates=list(p.known), **known,
+                              **kw) if p.given.known_sweep else None)
     given = _given_selection(ctx, kw)
     regimes = dataset_regimes(ctx)
     d = res.to_dict()
@@ -102,8 +117,9 @@ def identification_step(ctx: StepContext) -> StepOutcome:
     d["settings"]["records_output"] = "per-target"
     if sweep is not None:
         d["radius_search"] = sweep.to_dict()
-        d["at_maximising_radius"] = {"radius": rad, "summary": at_star.to_dict()["summary"]}
-    d["pooled"] = pooled.to_dict()
+        d["at_maximising_radius"] = {"radius": per.radius_star,
+                                     "summary": at_star.to_dict()["summary"]}
+    d["pooled"] = _pooled_dict(pooled)
     if given is not None:
         d["given_selection"] = given
     if ksweep is not None:
@@ -111,19 +127,24 @@ def identification_step(ctx: StepContext) -> StepOutcome:
     folder = step_folder(ctx, "identification")
     files: list[str] = []
     if folder is not None:
-        # the records at the radii the verdict reads (the worst case), else at the one given
-        write_table(ctx, (at_star or res).target_table(), folder / "records.csv", fast=True)
-        write_json(folder / "summary.json", d)
-        files = ["records.csv", "summary.json"]
-        if sweep is not None:
-            write_table(ctx, sweep.to_frame(), folder / "radius_search.csv")
-            plot_figure(sweep, "profile").savefig(folder / "radius_search.png", dpi=120)
-            files += ["radius_search.csv", "radius_search.png"]
-        if pooled.sweep is not None:
-            write_table(ctx, pooled.sweep.to_frame(), folder / "radius_search_pooled.csv")
-            files.append("radius_search_pooled.csv")
-        if ksweep is not None:
-            files += write_known_sweep(ctx, ksweep, folder)
+        # the records at the radii the verdict reads (the worst case), else at the one given;
+        # the report draws the knowledge sweep's figures itself
+        tables, figures = dataclasses.replace(per, known_sweep=ksweep).files()
+        if pooled.search is not None:
+            tables["radius_search_pooled.csv"] = pooled.search.to_frame()
+        figures = {k: v for k, v in figures.items() if k == "radius_search.png"}
+        for name in ("records.csv", "summary.json", "radius_search.csv", "radius_search.png",
+                     "radius_search_pooled.csv", "known_sweep.csv", "known_sweep_drivers.csv",
+                     "known_sweep_levels.csv"):
+            if name == "summary.json":
+                write_json(folder / name, d)
+            elif name in tables:
+                write_table(ctx, tables[name], folder / name, fast=name in LARGE_TABLES)
+            elif name in figures:
+                plot_figure(*figures[name]).savefig(folder / name, dpi=120)
+            else:
+                continue
+            files.append(name)
     note = None
     if not p.search_columns:
         note = ("no radius to search: every known column is categorical and matched exactly, "
@@ -204,77 +225,25 @@ def dataset_regimes(ctx: StepContext) -> dict[str, Any] | None:
             "dataset_regime": [of_chain.get(int(h) // D) for h in draws]}
 
 
-def _known_sweep(ctx: StepContext, kw: dict[str, Any]) -> Any:
-    """The knowledge sweep at the step's radius; ``None`` when not asked for."""
-    p = ctx.plan
-    if not p.given.known_sweep:
-        return None
-    from bayes_risk.identification.knowledge import known_sweep
-
-    return known_sweep(ctx.original, ctx.synthetic, candidates=list(p.known),
-                       synthesized=list(p.known_synthesized), **kw)
-
-
-@dataclass
-class PooledIdentification:
-    """The identification measures of the intruder holding all ``m`` datasets."""
-
-    result: Any
-    sweep: Any = None
-    at_r_star: Any = None
-    radius_star: dict[str, float] | None = None
-
-    @property
-    def headline(self) -> Any:
-        """The result the verdict reads: at the maximising radius when the sweep ran."""
-        return self.at_r_star if self.at_r_star is not None else self.result
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"summary": self.result.to_dict()["summary"],
-                               "settings": self.result.settings}
-        if self.sweep is not None:
-            out["radius_search"] = self.sweep.to_dict()
-            out["at_maximising_radius"] = {"radius": self.radius_star,
-                                           "summary": self.at_r_star.to_dict()["summary"]}
-        return out
+def _named(plan: AuditPlan, how: str, part: str, radius: Any) -> Any:
+    """The context of one of the step's runs (``identification_run``'s ``label``): its
+    warnings name the run."""
+    if part == "search":
+        return named_run(f"radius search of {', '.join(plan.search_columns)}, {how}")
+    if part == "worst case":
+        return named_run(f"{how}, maximising {radius_label(radius)}")
+    return named_run(f"{how}, {radius_label(plan.radius)}")
 
 
-def _pooled_identification(ctx: StepContext, kw: dict[str, Any]) -> PooledIdentification:
-    """The pooled figures of an intruder holding all m datasets (the verdict reads them)."""
-    p = ctx.plan
-    # the measures only: the verdict and the report read the file measures, and the pooled
-    # probabilities π of every (target, record) pair grow as n² (more than 10^8 entries at
-    # 10^5 CE-like records); without π the run is counted by match pattern where it can be
-    pkw = {**kw, "aggregation": "pooled_measures", "match": kw["match"].replace(fallback=None),
-           "progressbar": False}
-    args = (ctx.original, ctx.synthetic)
-    pkw.update(known=list(p.known), synthesized=list(p.known_synthesized))
-    with named_run(f"all {p.m} datasets pooled, {radius_label(p.radius)}"):
-        res = identification_risk(*args, **pkw)
-    if not (p.sweep and p.search_columns):
-        return PooledIdentification(res)
-    sweep, rad, star = _sweep(ctx, res, pkw, f"all {p.m} datasets pooled")
-    return PooledIdentification(res, sweep, star, rad)
-
-
-def _sweep(ctx: StepContext, res: Any, kw: dict[str, Any], how: str) -> tuple[Any, dict, Any]:
-    """The worst case over the radius search (:func:`~bayes_risk.radius_search`), the radii of
-    its largest expected match risk and every measure there."""
-    from bayes_risk.identification.radius import radius_search
-
-    p = ctx.plan
-    skw = {**kw, "match": kw["match"].replace(radius=None)}
-    if skw["aggregation"] == "pooled_measures":  # the search keeps the measures only anyway
-        skw["aggregation"] = "pooled"
-    with named_run(f"radius search of {', '.join(p.search_columns)}, {how}"):
-        sweep = radius_search(ctx.original, ctx.synthetic, radii=list(p.sweep),
-                              refine=p.given.radius_refine, **skw)
-    rad = dict(zip(sweep.columns, (float(r) for r in sweep.r_star), strict=True))
-    with named_run(f"{how}, maximising {radius_label(rad)}"):
-        star = res if rad == p.radius else identification_risk(
-            ctx.original, ctx.synthetic,
-            **{**kw, "match": kw["match"].replace(radius=rad), "progressbar": False})
-    return sweep, rad, star
+def _pooled_dict(pooled: IdentificationRun) -> dict[str, Any]:
+    """The pooled intruder's figures in ``summary.json`` (``pooled``)."""
+    out: dict[str, Any] = {"summary": pooled.result.to_dict()["summary"],
+                           "settings": pooled.result.settings}
+    if pooled.search is not None:
+        out["radius_search"] = pooled.search.to_dict()
+        out["at_maximising_radius"] = {"radius": pooled.radius_star,
+                                       "summary": pooled.at_r_star.to_dict()["summary"]}
+    return out
 
 
 def identification_lines(plan: AuditPlan, i: StepOutcome) -> list[Verdict | Baseline]:
@@ -288,7 +257,7 @@ def identification_lines(plan: AuditPlan, i: StepOutcome) -> list[Verdict | Base
     m = plan.m
     src = step_file(i, "summary.json")
     pd_figs = identification_figures(i.extra.get("sweep"), i.result, n, per_dataset=True)
-    pool_figs = identification_figures(pooled.sweep, pooled.result, n, per_dataset=False)
+    pool_figs = identification_figures(pooled.search, pooled.result, n, per_dataset=False)
     convention = _convention_text(plan, i.result, pooled.result, n)
     searched = bool(plan.sweep and plan.search_columns)
     at = ", worst case over the radii" if searched else ""
@@ -312,7 +281,7 @@ def identification_lines(plan: AuditPlan, i: StepOutcome) -> list[Verdict | Base
         why = outside_range(vp if use_pooled else vd, each * 100,
                        f"the intruder holding all {m} datasets pools them" if use_pooled
                        else "the value is the worst case over the radius search")
-        searches = {f"pooled over the m = {m} datasets": (pooled.sweep, edge_p),
+        searches = {f"pooled over the m = {m} datasets": (pooled.search, edge_p),
                     "one dataset at a time": (i.extra.get("sweep"), edge_d)}
         words, codes = _search_caveats(plan, searches, k, n, max(vp, vd))
         post = getattr(i.extra.get("run"), "posterior_figures", None)
@@ -607,7 +576,7 @@ def identification_section(sec: Section, s: Any, result: Any, links: Links) -> N
               " (mean over the datasets; summary.json: summary).")
     if pooled is not None:
         f = pooled.headline.file
-        psw = pooled.sweep
+        psw = pooled.search
         where = (f" at its own worst case over the radii "
                  f"({radius_text(dict(zip(psw.columns, map(float, psw.r_star), strict=True)))})"
                  if psw is not None else "")
@@ -735,7 +704,7 @@ def identification_contributions(ctx: StepContext, outcome: StepOutcome | None,
         return None
     n = float(pooled.result.file["n_targets"])
     p = ctx.plan
-    for agg, sweep, res in (("pooled", pooled.sweep, pooled.result),
+    for agg, sweep, res in (("pooled", pooled.search, pooled.result),
                             ("per_dataset", outcome.extra.get("sweep"), outcome.result)):
         figs = identification_figures(sweep, res, n, per_dataset=agg == "per_dataset")
         for (fig, radius, _, _), what in zip(figs, _CONTRIBUTION, strict=True):

@@ -1,0 +1,250 @@
+"""An identification run assembled once, for the command line and the audit: the run, the
+radius search and the figures at its maximising radii, the radius sweep and the knowledge sweep
+(``identification_run``), and the tables and figures they give (``IdentificationRun.files``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from bayes_risk.identification.api import identification_risk, identification_risk_of_inputs
+from bayes_risk.identification.radius import radius_search, radius_sweep
+from bayes_risk.identification.radius_refine import REFINE_POINTS
+
+__all__ = ["IdentificationRun", "identification_run", "run_known_sweep", "LARGE_TABLES"]
+
+#: the tables of ``IdentificationRun.files`` that grow with the targets or the subsets: written
+#: with pyarrow (``bayes_risk.data.io.write_csv``), the others by pandas
+LARGE_TABLES = frozenset({"records.csv", "known_sweep.csv", "known_sweep_drivers.csv",
+                          "known_sweep_levels.csv"})
+
+
+@dataclass
+class IdentificationRun:
+    """What ``identification_run`` computed.
+
+    Attributes
+    ----------
+    result : IdentificationResult
+        The run at the match spec's radius (at ``radius_star`` when it gave none and the
+        search ran first).
+    search : RadiusSweepResult or None
+        The radius search (the worst case over the radii).
+    radius_star : dict or None
+        The radius of each searched column that maximises the expected match risk.
+    at_r_star : IdentificationResult or None
+        The figures at ``radius_star`` (``worst_case=True``; ``result`` itself when the radii
+        agree).
+    sweep : RadiusSweepResult or None
+        The radius sweep, every dataset evaluated separately.
+    known_sweep : KnowledgeSweepResult or None
+        The knowledge sweep at the run's radius.
+    """
+
+    result: Any
+    search: Any = None
+    radius_star: dict[str, float] | None = None
+    at_r_star: Any = None
+    sweep: Any = None
+    known_sweep: Any = None
+
+    @property
+    def headline(self) -> Any:
+        """The result a verdict reads: at the maximising radii when they were run."""
+        return self.at_r_star if self.at_r_star is not None else self.result
+
+    def files(self, *, records: str = "per-target") -> tuple[dict[str, pd.DataFrame],
+                                                              dict[str, tuple[Any, str]]]:
+        """The run's tables (file name -> DataFrame) and figures (file name -> (result, plot
+        kind)), the names of ``bayes-risk identification``'s files.
+
+        Parameters
+        ----------
+        records : {"per-target", "per-dataset", "none"}
+            ``records.csv`` (of ``headline``): one row per target, one per target and dataset,
+            or none.
+
+        Returns
+        -------
+        tuple of dict
+            ``records.csv``, ``radius_sweep.csv``, ``radius_search.csv``, ``known_sweep.csv``,
+            ``known_sweep_drivers.csv``, ``known_sweep_levels.csv`` (those computed), and the
+            figures ``running_estimate.png`` (posterior replicates), ``radius_sweep.png``,
+            ``radius_search.png``, ``known_sweep.png``, ``known_sweep_drivers.png``.
+        """
+        tables: dict[str, pd.DataFrame] = {}
+        figures: dict[str, tuple[Any, str]] = {}
+        res = self.headline
+        if records != "none":
+            tables["records.csv"] = res.records if records == "per-dataset" \
+                else res.target_table()
+        if res.file.get("mc_trace"):  # drawn from posterior replicates
+            figures["running_estimate.png"] = (res, "running_estimate")
+        for part, name, kind in ((self.sweep, "radius_sweep", "box"),
+                                 (self.search, "radius_search", "profile")):
+            if part is not None:
+                tables[f"{name}.csv"], figures[f"{name}.png"] = part.to_frame(), (part, kind)
+        ks = self.known_sweep
+        if ks is not None:
+            tables.update({"known_sweep.csv": ks.table, "known_sweep_drivers.csv": ks.drivers,
+                           "known_sweep_levels.csv": ks.levels})
+            figures.update({"known_sweep.png": (ks, "frontier"),
+                            "known_sweep_drivers.png": (ks, "drivers")})
+        return tables, figures
+
+
+#: a run's context: given the part (``"run"``, ``"search"``, ``"worst case"``) and the radii
+#: it matches at, a context the engine runs in (the audit names the run in its warnings)
+Label = Callable[[str, Any], AbstractContextManager[Any]]
+
+
+def _plain(part: str, radius: Any) -> AbstractContextManager[Any]:
+    return nullcontext()
+
+
+def identification_run(
+    inputs: list[Any],
+    *,
+    known: Sequence[str],
+    synthesized: Sequence[str] | None = None,
+    search: Sequence[float] | None = None,
+    refine: int = REFINE_POINTS,
+    worst_case: bool = False,
+    sweep: Sequence[float] | None = None,
+    known_sweep: Sequence[str] | None = None,
+    max_size: int | None = None,
+    label: Label = _plain,
+    free_inputs: bool = False,
+    **kwargs: Any,
+) -> IdentificationRun:
+    """Identification risk with the radius search, the radius sweep and the knowledge sweep
+    the caller asks for, each with the run's options.
+
+    Parameters
+    ----------
+    inputs : list
+        ``[original, synthetic]``.
+    known, synthesized
+        As in ``identification_risk``.
+    search : sequence of float, optional
+        The radii of ``radius_search`` (the worst case over the radii of every numeric known
+        column); ``refine`` its refinement. Without ``worst_case`` the search runs first and,
+        when ``match`` gives no radius, the run is at its maximising radii.
+    worst_case : bool
+        The run at ``match``'s radius first, then the search and the figures at its
+        maximising radii beside it (``at_r_star``; the audit reads both).
+    sweep : sequence of float, optional
+        The radii of ``radius_sweep``, every dataset evaluated separately (Hornby & Hu 2021,
+        Fig. 6).
+    known_sweep : sequence of str, optional
+        The candidates of ``known_sweep`` (``run_known_sweep``); ``max_size`` its
+        largest subset evaluated exhaustively.
+    label : callable
+        ``label(part, radius)``: the context each engine run is made in.
+    free_inputs : bool
+        The inputs are the engine's as they are (no selection, no sampled release: the caller
+        resolved them): ``inputs`` is emptied once nothing below reads them, as
+        ``identification_risk_of_inputs`` does (a caller holding no other reference has them
+        freed before the matching).
+    **kwargs
+        The run's other arguments of ``identification_risk`` (``schema``, ``match``,
+        ``population``, ``aggregation``, ``replicates``, ``progressbar``, ``executor``). The
+        search and the sweeps take them without ``replicates`` (they match on the released
+        datasets) and with ``"pooled"`` for ``"pooled_measures"`` (they keep the measures
+        only anyway).
+
+    Returns
+    -------
+    IdentificationRun
+    """
+    original, synthetic = inputs
+    match = kwargs["match"]
+    # the search and the sweeps match on the released datasets: replicates are the run's alone
+    swept = {k: v for k, v in kwargs.items() if k != "replicates"}
+    if swept.get("aggregation") == "pooled_measures":  # they keep the measures only anyway
+        swept["aggregation"] = "pooled"
+    run = IdentificationRun(None)
+    if search is not None and not worst_case:
+        run.search, run.radius_star = _search(original, synthetic, known, synthesized, search,
+                                              refine, label, swept)
+        if match.radius is None:  # the run's figures at the worst case
+            match = kwargs["match"] = swept["match"] = match.replace(radius=run.radius_star)
+    last = free_inputs and sweep is None and known_sweep is None and not (
+        worst_case and search is not None)
+    with label("run", match.radius):
+        if last:
+            del original, synthetic
+            run.result = identification_risk_of_inputs(inputs, known=known,
+                                                       synthesized=synthesized, **kwargs)
+            return run
+        run.result = identification_risk(original, synthetic, known=known,
+                                         synthesized=synthesized, **kwargs)
+    if search is not None and worst_case:
+        run.search, run.radius_star = _search(original, synthetic, known, synthesized, search,
+                                              refine, label, swept)
+        with label("worst case", run.radius_star):
+            run.at_r_star = run.result if run.radius_star == (match.radius or {}) else \
+                identification_risk(original, synthetic, known=known, synthesized=synthesized,
+                                    **{**kwargs, "match": match.replace(radius=run.radius_star),
+                                       "progressbar": False})
+    if sweep is not None:
+        run.sweep = radius_sweep(original, synthetic, known=known, synthesized=synthesized,
+                                 radii=sweep, **{**swept, "aggregation": "per_dataset"})
+    if known_sweep is not None:
+        run.known_sweep = run_known_sweep(original, synthetic, candidates=known_sweep,
+                                          known=known, synthesized=synthesized,
+                                          max_size=max_size, **swept)
+    return run
+
+
+def _search(original: Any, synthetic: Any, known: Sequence[str],
+            synthesized: Sequence[str] | None, radii: Sequence[float], refine: int,
+            label: Label, kwargs: dict[str, Any]) -> tuple[Any, dict[str, float]]:
+    """The radius search with the run's options, its radius unset; the maximising radii."""
+    with label("search", None):
+        found = radius_search(original, synthetic, known=known, synthesized=synthesized,
+                              radii=radii, refine=refine,
+                              **{**kwargs, "match": kwargs["match"].replace(radius=None)})
+    return found, dict(zip(found.columns, (float(r) for r in found.r_star), strict=True))
+
+
+def run_known_sweep(original: Any, synthetic: Any, *, candidates: Sequence[str],
+                    known: Sequence[str], synthesized: Sequence[str] | None = None,
+                    max_size: int | None = None, **kwargs: Any) -> Any:
+    """The knowledge sweep of ``candidates`` with a run's options.
+
+    Parameters
+    ----------
+    original, synthetic
+        As in ``known_sweep``.
+    candidates : sequence of str
+        The candidate known columns.
+    known, synthesized : sequence of str
+        The run's known and synthesized columns: candidates among them keep their role,
+        otherwise (a candidate the run does not know) the release says which were synthesized.
+    max_size : int, optional
+        As in ``known_sweep``.
+    **kwargs
+        The run's arguments of ``identification_risk``; a radius per column is kept for the
+        candidates only.
+
+    Returns
+    -------
+    KnowledgeSweepResult
+    """
+    from bayes_risk.identification.knowledge import known_sweep  # its modules: on first use
+
+    cands = list(candidates)
+    roles = ([c for c in cands if c in set(synthesized or ())]
+             if set(cands) <= set(known) else None)
+    match = kwargs["match"]
+    if isinstance(match.radius, dict):  # the radii of the candidates only
+        kwargs["match"] = match.replace(
+            radius={c: r for c, r in match.radius.items() if c in cands} or None)
+    return known_sweep(original, synthetic, candidates=cands, synthesized=roles,
+                        max_size=max_size, **kwargs)
