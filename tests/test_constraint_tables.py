@@ -190,6 +190,8 @@ ENTRIES: dict[str, Callable[..., Any]] = {
     "bayes_risk.models.poisson.poisson_mixture._SETTINGS":
         lambda d, **bad: _fit("PoissonMixture", d, ["Age", "Educ"], **bad),
     "bayes_risk.models.external._SETTINGS": lambda d, **bad: _array_model(**bad),
+    "bayes_risk.models.trees.base._SETTINGS":
+        lambda d, **bad: _fit("CARTSynthesizer", d, list(d), **bad),
     "bayes_risk.models.trees.cart_fit._SETTINGS":
         lambda d, **bad: _fit("CARTSynthesizer", d, list(d), **bad),
     "bayes_risk.models.trees.random_forest._SETTINGS":
