@@ -500,12 +500,10 @@ def rebuild_synthesizer(original: Any, synthetic: Any, *, verify: bool = True) -
     import numpy as np
     import pandas as pd
 
+    from bayes_risk._constraints import InstanceOf, check_value
     from bayes_risk.data.synthetic import SyntheticData
-    if not isinstance(synthetic, SyntheticData):
-        raise ValidationError(
-            f"synthetic must be a SyntheticData release (read_synthetic(folder)); got "
-            f"{type(synthetic).__name__}."
-        )
+    check_value(synthetic, InstanceOf(SyntheticData, "a SyntheticData release "
+                                                     "(read_synthetic(folder))"), "synthetic")
     cls = rebuildable_synthesizer(synthetic)
     if cls is None:
         raise ValidationError(

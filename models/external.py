@@ -8,13 +8,14 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import Options, check_params
+from bayes_risk._constraints import InstanceOf, Options, check_params
 from bayes_risk.contract import available_if
 from bayes_risk.exceptions import ValidationError
 
 __all__ = ["ArrayModel"]
 
-_SETTINGS = {"model_class": Options(("P", "O"), listed=True),
+_SETTINGS = {"loglik_fn": InstanceOf(Callable, "callable: f(records, draws) -> [H, n]"),
+             "model_class": Options(("P", "O"), listed=True),
              "ratio_form": Options(("joint", "conditional"), listed=True)}
 
 
@@ -138,9 +139,8 @@ class ArrayModel:
         neighbourhood_fn: Callable[[pd.DataFrame, Any], np.ndarray] | None = None,
         chains: int | Sequence[int] | np.ndarray | None = None,
     ) -> None:
-        if not callable(loglik_fn):
-            raise ValidationError("loglik_fn must be callable: f(records, draws) -> [H, n].")
-        check_params({"model_class": model_class, "ratio_form": ratio_form}, _SETTINGS)
+        check_params({"loglik_fn": loglik_fn, "model_class": model_class,
+                      "ratio_form": ratio_form}, _SETTINGS)
         if model_class == "O" and own_record_delta_fn is None:
             raise ValidationError(
                 "a class O ArrayModel needs own_record_delta_fn(record_row, candidates, synthetic, "

@@ -32,11 +32,11 @@ _KINDS = (Interval, Options, Flag, InstanceOf)
 
 
 def _modules() -> list[Any]:
-    """Every module of ``bayes_risk`` but the models (``bayes_risk.models`` imports PyMC when
-    its models are used; its settings tables are checked by their own tests)."""
+    """Every module of ``bayes_risk``, the models' (``models/``, installed as
+    ``bayes_risk.models``) included."""
     out = []
     for info in pkgutil.walk_packages(bayes_risk.__path__, "bayes_risk."):
-        if info.name.startswith(("bayes_risk.models", "bayes_risk.__main__")):
+        if info.name.startswith("bayes_risk.__main__"):
             continue
         out.append(importlib.import_module(info.name))
     return out
@@ -179,7 +179,53 @@ ENTRIES: dict[str, Callable[..., Any]] = {
     "bayes_risk.designing.search._DESIGN_CHECKS":
         lambda d, **bad: bayes_risk.design(d, known=["Age"], progressbar=False, **bad),
     "bayes_risk.privacy._ARGUMENT_CHECKS": lambda d, **bad: _privacy(**bad),
+    # the models' settings tables: each model's settings, checked by its constructor or fit
+    "bayes_risk.models._bayesian.sampling._SETTINGS":
+        lambda d, **bad: _fit("DPMultinomial", d, _CATEGORICAL, alpha=1.0, **bad),
+    "bayes_risk.models._replicates._SETTINGS": lambda d, **bad: _replicates(d, **bad),
+    "bayes_risk.models.dp_multinomial._SETTINGS":
+        lambda d, **bad: _fit("DPMultinomial", d, _CATEGORICAL, **bad),
+    "bayes_risk.models.dpmpm.dpmpm._SETTINGS":
+        lambda d, **bad: _fit("DPMPM", d, _CATEGORICAL, **bad),
+    "bayes_risk.models.poisson.poisson_mixture._SETTINGS":
+        lambda d, **bad: _fit("PoissonMixture", d, ["Age", "Educ"], **bad),
+    "bayes_risk.models.external._SETTINGS": lambda d, **bad: _array_model(**bad),
+    "bayes_risk.models.trees.base._SETTINGS":
+        lambda d, **bad: _fit("CARTSynthesizer", d, list(d), **bad),
+    "bayes_risk.models.trees.cart_fit._SETTINGS":
+        lambda d, **bad: _fit("CARTSynthesizer", d, list(d), **bad),
+    "bayes_risk.models.trees.random_forest._SETTINGS":
+        lambda d, **bad: _fit("RandomForestSynthesizer", d, _CATEGORICAL, **bad),
+    "bayes_risk.models.trees.pmm._SETTINGS":
+        lambda d, **bad: _fit("SmallCellPMMSynthesizer", d, list(d),
+                              identifying=["Urban", "Marital"], **bad),
 }
+
+_CATEGORICAL = ["Urban", "Marital", "Tenure"]
+
+
+def _fit(model: str, d: pd.DataFrame, columns: list[str], **settings: Any) -> Any:
+    """``model(**settings)`` fitted to ``columns`` of ``d`` (the categorical ones declared)."""
+    import bayes_risk.models as models
+    from bayes_risk.data.schema import infer_schema
+
+    table = d[columns]
+    schema = infer_schema(table, categorical=[c for c in columns if c in _CATEGORICAL])
+    return getattr(models, model)(**settings).fit(table, schema=schema, random_seed=1)
+
+
+def _replicates(d: pd.DataFrame, **bad: Any) -> Any:
+    model = _fit("DPMultinomial", d, _CATEGORICAL, alpha=1.0)
+    return next(iter(model.posterior_replicates(**{"n": 1, **bad})))
+
+
+def _array_model(**bad: Any) -> Any:
+    import numpy as np
+
+    from bayes_risk.models import ArrayModel
+
+    return ArrayModel(**{"loglik_fn": lambda records, draws: None, "draws": np.zeros((4, 1)),
+                         "schema": None, **bad})
 
 
 def _privacy(**bad: Any) -> Any:
@@ -203,7 +249,16 @@ def _membership(d: pd.DataFrame, **bad: Any) -> Any:
 
 
 TABLES = _tables()
-CASES = [pytest.param(where, kind, name, check, id=f"{where.rsplit('.', 1)[-1]}.{name}")
+
+
+def _case_id(where: str, name: str) -> str:
+    """``TABLE.argument``; a model's ``_SETTINGS`` by its module (``dpmpm._SETTINGS.sampler``)."""
+    module, table = where.rsplit(".", 1)
+    return f"{module.rsplit('.', 1)[-1]}.{table}.{name}" if table == "_SETTINGS" \
+        else f"{table}.{name}"
+
+
+CASES = [pytest.param(where, kind, name, check, id=_case_id(where, name))
          for where, (kind, checks) in sorted(TABLES.items())
          for name, check in checks.items()]
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from scipy.special import logsumexp
 
+from bayes_risk._constraints import InstanceOf, check_value
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models._bayesian.sticks import stick_breaking_log
 
@@ -118,10 +119,8 @@ def as_datatree(posterior: Any, variables: Callable[[], Sequence[PosteriorVariab
             if d not in posterior["posterior"].dims:
                 raise invalid(f"the posterior group has no {d!r} dimension.")
         return posterior.copy()
-    if not isinstance(posterior, Mapping):
-        raise ValidationError(
-            "posterior must be an xarray.DataTree or a mapping of variable name to array. "
-            f"Got {type(posterior).__name__}.")
+    check_value(posterior, InstanceOf(Mapping, "an xarray.DataTree or a mapping of variable "
+                                               "name to array"), "posterior")
     declared = {v.name: v for v in variables() if v.group == "posterior"}
     arrays: dict[str, np.ndarray] = {}
     for name, val in posterior.items():

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from bayes_risk._constraints import InstanceOf, check_params
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk._sampling_spec import SAMPLING_FIELDS, Sampling
 from bayes_risk._specs import fold_fields, with_defaults
@@ -22,6 +23,10 @@ from bayes_risk.models._bayesian.timing import DrawClock, record_sweep_time
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
 
+#: the constraint table of a Bayesian model's ``sampling`` (read by ``resolved_sampling``)
+_SETTINGS = {"sampling": [InstanceOf(Sampling, "a bayes_risk.models.Sampling (e.g. "
+                                               "sampling=Sampling(draws=1000))"), None]}
+
 __all__ = ["Sampling", "SAMPLING_FIELDS", "InterruptGuard", "chain_seeds", "check_complete",
            "model_seeds", "run_gibbs", "run_pymc"]
 
@@ -29,13 +34,9 @@ __all__ = ["Sampling", "SAMPLING_FIELDS", "InterruptGuard", "chain_seeds", "chec
 def resolve_sampling(sampling: Any, defaults: Mapping[str, Any], owner: str) -> Sampling:
     """``sampling`` (``None``: all defaults) with its fields left at ``None`` set to
     ``defaults``; a ``ValidationError`` for another type or a field ``owner`` does not take."""
-    if sampling is None:
-        sampling = Sampling()
-    elif not isinstance(sampling, Sampling):
-        raise ValidationError(
-            f"sampling must be a bayes_risk.models.Sampling (e.g. sampling=Sampling(draws=1000))"
-            f" or None. Got {type(sampling).__name__}: {sampling!r}.")
-    return with_defaults(sampling, defaults, f"{owner}'s sampler", "sampling settings")
+    check_params({"sampling": sampling}, _SETTINGS)
+    return with_defaults(Sampling() if sampling is None else sampling, defaults,
+                         f"{owner}'s sampler", "sampling settings")
 
 
 def fold_sampling(settings: Mapping[str, Any], takes: Sequence[str]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import InstanceOf, check_value
 from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.models.dpmpm.coding import class_logw, encode, encode_dataset
 from bayes_risk.models.dpmpm.state import DPMPMState
@@ -99,8 +100,8 @@ def own_record_delta(state: DPMPMState, record: Any, candidates: pd.DataFrame, s
     pos = int(pos)
     if synthesized_records is not None and not synthesized_records[pos]:
         return out
-    if not isinstance(candidates, pd.DataFrame):
-        raise ValidationError("candidates must be a DataFrame of the varying columns.")
+    check_value(candidates, InstanceOf(pd.DataFrame, "a DataFrame of the varying columns"),
+                "candidates")
     vary = state.schema.check_columns(list(candidates.columns), "candidates")
     truth = data.iloc[[pos]].reset_index(drop=True)
     full = pd.concat([truth] * (G + 1), ignore_index=True).astype(object)

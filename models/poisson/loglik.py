@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 import bayes_risk.models.poisson.kernels as pk
+from bayes_risk._constraints import Interval, check_value
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models._bayesian.design import NeighbourhoodUnavailable
@@ -381,10 +382,7 @@ def record_position(state: PoissonState, record: Any, y: np.ndarray) -> int:
             "record given as a row could not be located in the confidential data (index "
             f"label {label!r}; {hits.size} rows with its values); pass its row position."
         )
-    if (isinstance(record, bool) or not isinstance(record, (int, np.integer))
-            or not 0 <= record < n):
-        raise ValidationError(f"record must be a row index in 0..{n - 1}. Got {record!r}.")
-    return int(record)
+    return check_value(record, Interval(int, 0, n - 1), "record")
 
 
 def candidate_array(state: PoissonState, candidates: Any, truth: np.ndarray | None = None

@@ -8,6 +8,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
+from bayes_risk._constraints import InstanceOf, check_value
 from bayes_risk.exceptions import ValidationError
 
 __all__ = ["approve_function", "function_path", "importable_path", "resolve_function"]
@@ -85,10 +86,9 @@ def approve_function(given: Any, saved: Any, folder: Any) -> Any:
             "function you fitted the model with, and that the module is one you trust, give "
             f"{arg_name('model_function', repr(named), cli=named)}.",
             code="MODEL_FUNCTION_REQUIRED")
-    if not isinstance(given, str) and not callable(given):
-        raise ValidationError(
-            f"model_function must be 'module:function' or the function itself. Got "
-            f"{type(given).__name__}.", code="MODEL_FUNCTION_UNAVAILABLE")
+    check_value(given, [InstanceOf(str, "'module:function'"),
+                        InstanceOf(Callable, "the function itself")], "model_function",
+                code="MODEL_FUNCTION_UNAVAILABLE")
     if function_path(given) != saved:
         raise ValidationError(
             f"model_function {function_path(given)!r} is not the model function the model "

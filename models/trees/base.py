@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import check_value
+from bayes_risk._constraints import InstanceOf, check_params, check_value
 from bayes_risk._rng import RandomSeed, seed_to_json, spawn
 from bayes_risk._specs import fold_fields, is_default, with_defaults
 from bayes_risk._tree_spec import TreeOptions
@@ -29,6 +29,10 @@ from bayes_risk.models.persistence import load_trees, save_trees
 from bayes_risk.models.trees.io import check_visit_sequence
 
 __all__ = ["TreeSynthesizer", "prepare_schema", "records_mask"]
+
+#: the constraint table of a tree synthesizer's ``trees`` (read by ``resolved_trees``)
+_SETTINGS = {"trees": [InstanceOf(TreeOptions, "a bayes_risk.models.TreeOptions (e.g. "
+                                               "trees=TreeOptions(min_leaf=10))"), None]}
 
 
 def records_mask(records: Any, n: int, argument: str = "records") -> np.ndarray:
@@ -95,15 +99,9 @@ class TreeSynthesizer(BaseSynthesizer):
             ``trees`` is not a :class:`~bayes_risk.models.TreeOptions`, or sets a field this
             synthesizer does not grow by (``OPTION_CONFLICT``).
         """
-        trees = getattr(self, "trees", None)
-        if trees is None:
-            trees = TreeOptions()
-        elif not isinstance(trees, TreeOptions):
-            raise ValidationError(
-                f"trees must be a bayes_risk.models.TreeOptions (e.g. trees=TreeOptions("
-                f"min_leaf=10)) or None. Got {type(trees).__name__}: {trees!r}.",
-                code="INVALID_ARGUMENT")
-        return with_defaults(trees, self.tree_defaults, type(self).__name__, "tree options")
+        trees = check_params({"trees": getattr(self, "trees", None)}, _SETTINGS)["trees"]
+        return with_defaults(TreeOptions() if trees is None else trees, self.tree_defaults,
+                             type(self).__name__, "tree options")
 
     def _fold_trees(self, trees: TreeOptions | None,
                     given: Mapping[str, Any]) -> TreeOptions | None:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import Interval, check_value
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.trees.cart_leaf import log_ndtr_diff
@@ -43,8 +44,7 @@ def route(state: CARTState, records: pd.DataFrame, column: str, random_seed: Ran
 def donors(state: CARTState, column: str, node: int) -> np.ndarray:
     """The work of :meth:`CARTSynthesizer.donors` (documented there)."""
     tree = _tree(state, column)
-    if not 0 <= int(node) < tree.n_nodes:
-        raise ValidationError(f"node must be in 0..{tree.n_nodes - 1}. Got {node!r}.")
+    node = check_value(node, Interval(int, 0, tree.n_nodes - 1), "node")
     return tree.donor_rows[tree.node_start[node] : tree.node_stop[node]].copy()
 
 

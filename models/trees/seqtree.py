@@ -11,7 +11,6 @@ import pandas as pd
 
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import encode
-from bayes_risk.exceptions import ValidationError
 
 __all__ = ["Design", "SeqTree", "segment_choice", "column_codes"]
 
@@ -250,9 +249,6 @@ class SeqTree:
                     node[active[keep]] = nxt[keep]
                     active = active[keep]
                     continue
-                if rng is None:  # pragma: no cover - guarded by callers
-                    raise ValidationError("random_descent routing needs a random generator",
-                                          code="INVALID_ARGUMENT")
                 nb = nd[bad]
                 nl = self.node_size[self.left[nb]].astype(float)
                 nr = self.node_size[self.right[nb]].astype(float)
