@@ -10,7 +10,7 @@ from bayes_risk.cli._common import (
     dask_client,
     dask_kwargs,
     inputs_summary,
-    known_sweep_files,
+    known_sweep_line,
     parse_records,
     read_inputs,
     write_run,
@@ -285,9 +285,9 @@ def run(args: argparse.Namespace) -> int:
     figures = {"p_true_hist.png": (result, "p_true"), "rank_hist.png": (result, "rank"),
                "khat.png": (result, "khat")}
     if ksweep is not None:
-        more_tables, more_figures, line = known_sweep_files(ksweep)
+        more_tables, more_figures = ksweep.files()
         tables, figures = {**tables, **more_tables}, {**figures, **more_figures}
-        lines.append(line)
+        lines.append(known_sweep_line(ksweep))
     if curve is not None:
         tables["known_curve.csv"] = curve.table
         figures["known_curve.png"] = (curve, "curve")
