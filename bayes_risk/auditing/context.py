@@ -231,10 +231,10 @@ def shown_known_values(ctx: StepContext) -> pd.DataFrame | None:
 
 def write_known_sweep(ctx: StepContext, ks: Any, folder: Path) -> list[str]:
     """Write a knowledge sweep's tables into ``folder``; their file names."""
-    names = ["known_sweep.csv", "known_sweep_drivers.csv", "known_sweep_levels.csv"]
-    for frame, name in zip((ks.table, ks.drivers, ks.levels), names, strict=True):
+    tables, _ = ks.files()  # the report draws the figures itself
+    for name, frame in tables.items():
         write_table(ctx, frame, folder / name, fast=True)
-    return names
+    return list(tables)
 
 
 def membership_reuses(ctx: StepContext, model: Any) -> bool:

@@ -20,7 +20,7 @@ __all__ = [
     "schema_from_args",
     "release_schema", "parse_key_value", "add_dask_arguments", "dask_client", "dask_kwargs",
     "add_input_arguments", "add_run_arguments", "inputs_summary", "check_max_size",
-    "known_sweep_files", "write_run", "read_model", "read_holdout", "run_seed", "parse_radius",
+    "known_sweep_line", "write_run", "read_model", "read_holdout", "run_seed", "parse_radius",
     "parse_numbers", "parse_columns", "parse_one_or_pairs",
 ]
 
@@ -532,18 +532,10 @@ def check_max_size(args: argparse.Namespace) -> None:
     check(args.max_size, args.known_sweep, "known_sweep")
 
 
-def known_sweep_files(ksweep: Any, write: Any = None) -> tuple[dict, dict, str]:
-    """A knowledge sweep's tables (``write(df, path)``, default pandas' CSV) and figures, as
-    :func:`write_run` takes them, and its line of the summary."""
-    import functools
-
-    tables = {("known_sweep.csv" if part == "table" else f"known_sweep_{part}.csv"):
-              getattr(ksweep, part) if write is None else functools.partial(
-                  write, getattr(ksweep, part)) for part in ("table", "drivers", "levels")}
-    figures = {"known_sweep.png": (ksweep, "frontier"),
-               "known_sweep_drivers.png": (ksweep, "drivers")}
-    return tables, figures, (f"knowledge sweep over {len(ksweep.table)} subsets of "
-                             f"{', '.join(ksweep.candidates)}: {ksweep.headline()}")
+def known_sweep_line(ksweep: Any) -> str:
+    """A knowledge sweep's line of the printed summary."""
+    return (f"knowledge sweep over {len(ksweep.table)} subsets of "
+            f"{', '.join(ksweep.candidates)}: {ksweep.headline()}")
 
 
 def read_model(args: argparse.Namespace, original: pd.DataFrame) -> Any:

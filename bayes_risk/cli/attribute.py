@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 from typing import Any
 
 from bayes_risk.cli._common import (
@@ -10,7 +11,7 @@ from bayes_risk.cli._common import (
     dask_client,
     dask_kwargs,
     inputs_summary,
-    known_sweep_files,
+    known_sweep_line,
     parse_records,
     read_inputs,
     write_run,
@@ -202,8 +203,11 @@ def _run_business(args: argparse.Namespace, original: Any, synthetic: Any) -> in
 def run(args: argparse.Namespace) -> int:
     """Handler of ``bayes-risk attribute``."""
     from bayes_risk._specs import spec_values
-    from bayes_risk.attribute.api import EstimatorSpec, attribute_risk
+    from bayes_risk.attribute.api import EstimatorSpec
     from bayes_risk.attribute.candidates import model_candidates
+    from bayes_risk.attribute.run import attribute_run
+    from bayes_risk.auditing.plots import ATTRIBUTE_FIGURES  # the audit writes the same files
+    from bayes_risk.cli._run import command_line_options
 
     if _business(args):
         original, synthetic = read_inputs(args)
@@ -225,45 +229,23 @@ def run(args: argparse.Namespace) -> int:
     candidates = (args.candidates if scenario == "empty"
                   else model_candidates(args.candidates, model, original))
     estimator = EstimatorSpec(**spec_values(EstimatorSpec, vars(args)))
-    seed = args.random_seed
-    if args.known_sweep or args.known_curve:
-        from bayes_risk.attribute.knowledge import one_seed, with_shared_refits
+    # the sweep's known= is this command's --known-sweep, not its --known (the run itself is
+    # then the worst case: _scenario refused --known)
+    names = {"known": "--known-sweep"} if args.known_sweep else {}
+    with dask_client(args) as client, command_line_options(names):
+        risk = None
+        if client is not None:
+            from bayes_risk.distributed import attribute_risk as distributed
 
-        # one seed and one set of refits for the run and every subset or share of the sweeps
-        seed = one_seed(args.random_seed)
-        estimator = with_shared_refits(original, synthetic, model=model, records=records,
-                                       random_seed=seed, progressbar=not args.quiet,
-                                       candidates=candidates, prior=args.prior,
-                                       estimator=estimator)
-    ksweep = None
-    with dask_client(args) as client:
-        if client is None:
-            risk = attribute_risk
-        else:
-            from bayes_risk.distributed import attribute_risk as risk
-        opts = dict(candidates=candidates, prior=args.prior, estimator=estimator, random_seed=seed,
-                    allow_other_model=args.allow_other_model)
-        result = risk(original, synthetic, model=model, records=records, scenario=spec,
-                      progressbar=not args.quiet, **opts, **dask_kwargs(args, client))
-        curve = None
-        if args.known_curve:
-            from bayes_risk.attribute.known_curve import known_fraction_curve
-
-            curve = known_fraction_curve(
-                original, synthetic, model=model, fractions=args.known_curve,
-                seed=0 if args.known_seed is None else args.known_seed, records=records,
-                progressbar=not args.quiet, **opts)
-        if args.known_sweep:
-            from bayes_risk.attribute.knowledge import attribute_known_sweep
-            from bayes_risk.cli._run import command_line_options
-
-            # the sweep's known= is this command's --known-sweep, not its --known
-            with command_line_options({"known": "--known-sweep"}):
-                ksweep = attribute_known_sweep(
-                    original, synthetic, model=model, known=args.known_sweep,
-                    records=records, max_size=args.max_size, progressbar=not args.quiet,
-                    executor=client, **opts,
-                )
+            risk = functools.partial(distributed, **dask_kwargs(args, client))
+        parts = attribute_run(
+            original, synthetic, model=model, records=records, scenario=spec,
+            known_sweep=args.known_sweep, max_size=args.max_size, known_curve=args.known_curve,
+            curve_seed=0 if args.known_seed is None else args.known_seed, risk=risk,
+            progressbar=not args.quiet, executor=client, candidates=candidates,
+            prior=args.prior, estimator=estimator, random_seed=args.random_seed,
+            allow_other_model=args.allow_other_model)
+    result, ksweep, curve = parts.result, parts.known_sweep, parts.known_curve
     summary = result.to_dict()
     summary["scenario"] = scenario
     if ksweep is not None:
@@ -282,12 +264,11 @@ def run(args: argparse.Namespace) -> int:
     lines = result.headline().splitlines()
     # records.csv with its index: column "record" (or "pair")
     tables: dict[str, Any] = {"records.csv": result.to_dataframe().to_csv}
-    figures = {"p_true_hist.png": (result, "p_true"), "rank_hist.png": (result, "rank"),
-               "khat.png": (result, "khat")}
+    figures = {name: (result, kind) for kind, name, _ in ATTRIBUTE_FIGURES}
     if ksweep is not None:
-        more_tables, more_figures, line = known_sweep_files(ksweep)
+        more_tables, more_figures = ksweep.files()
         tables, figures = {**tables, **more_tables}, {**figures, **more_figures}
-        lines.append(line)
+        lines.append(known_sweep_line(ksweep))
     if curve is not None:
         tables["known_curve.csv"] = curve.table
         figures["known_curve.png"] = (curve, "curve")

@@ -10,6 +10,7 @@ from typing import Any
 from bayes_risk.cli._common import (
     check_max_size,
     inputs_summary,
+    known_sweep_line,
     parse_numbers,
     parse_radius,
     write_run,
@@ -171,10 +172,8 @@ def run(args: argparse.Namespace) -> int:
     if recorded:  # a selection rule the manifest records and --selection leaves unused
         lines.append("the release's manifest records why records were selected for synthesis: "
                      "--selection release gives the risk for the intruder who knows it")
-    ks = run.known_sweep
-    if ks is not None:
-        lines.append(f"knowledge sweep over {len(ks.table)} subsets of "
-                     f"{', '.join(ks.candidates)}: {ks.headline()}")
+    if run.known_sweep is not None:
+        lines.append(known_sweep_line(run.known_sweep))
     tables, figures = run.files(records=args.records_output)
     write_run(args, lines, out, figures=figures, dpi=120, tables={
         name: functools.partial(write_csv, t) if name in LARGE_TABLES else t

@@ -15,13 +15,13 @@ import pandas as pd
 from bayes_risk.identification.api import identification_risk, identification_risk_of_inputs
 from bayes_risk.identification.radius import radius_search, radius_sweep
 from bayes_risk.identification.radius_refine import REFINE_POINTS
+from bayes_risk.results.knowledge import SWEEP_TABLES
 
 __all__ = ["IdentificationRun", "identification_run", "run_known_sweep", "LARGE_TABLES"]
 
 #: the tables of ``IdentificationRun.files`` that grow with the targets or the subsets: written
 #: with pyarrow (``bayes_risk.data.io.write_csv``), the others by pandas
-LARGE_TABLES = frozenset({"records.csv", "known_sweep.csv", "known_sweep_drivers.csv",
-                          "known_sweep_levels.csv"})
+LARGE_TABLES = frozenset({"records.csv", *SWEEP_TABLES})
 
 
 @dataclass
@@ -89,12 +89,10 @@ class IdentificationRun:
                                  (self.search, "radius_search", "profile")):
             if part is not None:
                 tables[f"{name}.csv"], figures[f"{name}.png"] = part.to_frame(), (part, kind)
-        ks = self.known_sweep
-        if ks is not None:
-            tables.update({"known_sweep.csv": ks.table, "known_sweep_drivers.csv": ks.drivers,
-                           "known_sweep_levels.csv": ks.levels})
-            figures.update({"known_sweep.png": (ks, "frontier"),
-                            "known_sweep_drivers.png": (ks, "drivers")})
+        if self.known_sweep is not None:
+            more_tables, more_figures = self.known_sweep.files()
+            tables.update(more_tables)
+            figures.update(more_figures)
         return tables, figures
 
 

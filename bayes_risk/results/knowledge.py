@@ -15,8 +15,11 @@ from bayes_risk.results._summary import Summary
 from bayes_risk.results.identification import ID_MEASURES
 
 __all__ = ["KnowledgeSweepResult", "SWEEP_MEASURES", "ATTRIBUTE_SWEEP_MEASURES",
-           "SHAPLEY_MEASURES"]
+           "SHAPLEY_MEASURES", "SWEEP_TABLES"]
 
+#: the sweep's tables, file name -> attribute (``KnowledgeSweepResult.files``)
+SWEEP_TABLES = {"known_sweep.csv": "table", "known_sweep_drivers.csv": "drivers",
+                "known_sweep_levels.csv": "levels"}
 #: file-level measures reported for every subset (those of ``identification_risk``)
 SWEEP_MEASURES = tuple(name for name, _ in ID_MEASURES)
 #: file-level measures of an attribute-risk sweep, and what they are
@@ -134,6 +137,21 @@ class KnowledgeSweepResult(RiskResult):
         if hit.empty:
             raise KeyError(f"subset {label!r} was not evaluated")
         return float(hit.iloc[0])
+
+    def files(self) -> tuple[dict[str, pd.DataFrame], dict[str, tuple[Any, str]]]:
+        """The sweep's tables (file name -> DataFrame) and figures (file name -> (result, plot
+        kind)), the one naming of the command line's and the audit's files.
+
+        Returns
+        -------
+        tuple of dict
+            ``known_sweep.csv`` (``table``), ``known_sweep_drivers.csv`` (``drivers``) and
+            ``known_sweep_levels.csv`` (``levels``); the figures ``known_sweep.png``
+            (``"frontier"``) and ``known_sweep_drivers.png`` (``"drivers"``).
+        """
+        tables = {name: getattr(self, part) for name, part in SWEEP_TABLES.items()}
+        return tables, {"known_sweep.png": (self, "frontier"),
+                        "known_sweep_drivers.png": (self, "drivers")}
 
     def to_frame(self) -> pd.DataFrame:
         """The per-subset table (``table``)."""

@@ -225,3 +225,24 @@ def test_both_sweeps_tabulate_the_same_subsets_in_the_same_order():
             "known", "n_known", "c", "a", "greedy_step", "frontier"]
         assert list(res.drivers.columns[:2]) == ["variable", "synthesized"]
         assert list(res.levels.columns[:4]) == ["variable", "level", "n_targets", "share_targets"]
+
+
+def test_attribute_run_makes_the_refits_once_for_the_run_its_sweep_and_curve():
+    """``attribute_run`` (the command line's and the audit's run): the m refits made once for
+    the run, the sweep's subsets and the curve's shares; the empty subset is the run itself."""
+    from bayes_risk.attribute.run import attribute_run
+
+    calls: list[int] = []
+    model, orig, syn = _case(calls=calls)
+    run = _quiet(attribute_run, orig, syn, model=model, known_sweep=["a", "b"],
+                 known_curve=[1, 0.5], random_seed=5, records=range(0, 30, 2),
+                 estimator=EstimatorSpec(kind="stabilised", bootstrap=0))
+    assert len(calls) == 2 and len(run.estimator.augmented) == 2
+    summ = run.result.to_dict()["all"]
+    assert run.known_sweep.risk([], "mean_p_true") == summ["mean_p_true"]
+    assert run.known_curve.table["known_fraction"].tolist() == [0.5, 1.0]
+    alone = _quiet(attribute_run, orig, syn, model=model, random_seed=5, records=range(0, 30, 2),
+                   estimator=EstimatorSpec(kind="stabilised", bootstrap=0))
+    # nothing beside the run: no refits made ahead, no sweep, no curve
+    assert alone.known_sweep is None and alone.known_curve is None
+    assert alone.estimator.augmented is None and len(calls) == 4

@@ -15,6 +15,7 @@ import pandas as pd
 from bayes_risk._io import write_json
 from bayes_risk._thresholds import builtin_thresholds
 from bayes_risk.attribute.api import attribute_risk
+from bayes_risk.attribute.run import attribute_run
 from bayes_risk.auditing import remedies
 from bayes_risk.auditing.context import (
     StepContext,
@@ -122,35 +123,16 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
         ks_cols = []
     curve_note = _known_curve_note(p, model)
     curve_on = p.given.known_fractions is not None and curve_note is None
-    if ks_cols or curve_on or membership_reuses(ctx, model):
-        from bayes_risk.attribute.knowledge import one_seed, with_shared_refits
-
-        # one seed and one set of refits for the step, its sweeps and the membership step
-        opts["random_seed"] = one_seed(p.random_seed)
-        opts["estimator"] = with_shared_refits(ctx.original, ctx.synthetic, model=model,
-                                               records=p.attribute_records,
-                                               progressbar=ctx.progressbar, **opts)
-        if opts["estimator"].augmented:
-            ctx.run.refits, ctx.run.refits_model = opts["estimator"].augmented, model
-    res = attribute_risk(
-        ctx.original, ctx.synthetic, model=model, records=p.attribute_records,
-        scenario="worst_case", progressbar=ctx.progressbar, executor=ctx.executor, **opts,
-    )
-    aks = None
-    if ks_cols:
-        from bayes_risk.attribute.knowledge import attribute_known_sweep
-
-        aks = attribute_known_sweep(ctx.original, ctx.synthetic, model=model, known=ks_cols,
-                                    records=p.attribute_records, progressbar=ctx.progressbar,
-                                    executor=ctx.executor, **opts)
-    curve = None
-    if curve_on:
-        from bayes_risk.attribute.known_curve import known_fraction_curve
-
-        curve = known_fraction_curve(ctx.original, ctx.synthetic, model=model,
-                                     fractions=p.given.known_fractions,
-                                     records=p.attribute_records,
-                                     progressbar=ctx.progressbar, **opts)
+    # one seed and one set of refits for the step, its sweeps and the membership step
+    shared = bool(ks_cols) or curve_on or membership_reuses(ctx, model)
+    parts = attribute_run(ctx.original, ctx.synthetic, model=model, records=p.attribute_records,
+                          known_sweep=ks_cols or None,
+                          known_curve=p.given.known_fractions if curve_on else None,
+                          share_refits=shared, progressbar=ctx.progressbar,
+                          executor=ctx.executor, **opts)
+    if shared and parts.estimator.augmented:
+        ctx.run.refits, ctx.run.refits_model = parts.estimator.augmented, model
+    res, aks, curve = parts.result, parts.known_sweep, parts.known_curve
     recs = res.records.index
     drivers = attribute_drivers(ctx.original, list(ctx.synthetic), p.synthesized,
                                 np.asarray(recs, dtype=int), spec,

@@ -6,7 +6,6 @@ report section, named by ``MEASURE`` (:doc:`/methods/identification`,
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import warnings
 from collections.abc import Mapping, Sequence
@@ -30,6 +29,7 @@ from bayes_risk.auditing.context import (
     rows_aligned,
     shown_known_values,
     step_folder,
+    write_known_sweep,
     write_table,
 )
 from bayes_risk.auditing.outcome import (
@@ -129,13 +129,12 @@ def identification_step(ctx: StepContext) -> StepOutcome:
     if folder is not None:
         # the records at the radii the verdict reads (the worst case), else at the one given;
         # the report draws the knowledge sweep's figures itself
-        tables, figures = dataclasses.replace(per, known_sweep=ksweep).files()
+        tables, figures = per.files()
         if pooled.search is not None:
             tables["radius_search_pooled.csv"] = pooled.search.to_frame()
         figures = {k: v for k, v in figures.items() if k == "radius_search.png"}
         for name in ("records.csv", "summary.json", "radius_search.csv", "radius_search.png",
-                     "radius_search_pooled.csv", "known_sweep.csv", "known_sweep_drivers.csv",
-                     "known_sweep_levels.csv"):
+                     "radius_search_pooled.csv"):
             if name == "summary.json":
                 write_json(folder / name, d)
             elif name in tables:
@@ -145,6 +144,8 @@ def identification_step(ctx: StepContext) -> StepOutcome:
             else:
                 continue
             files.append(name)
+        if ksweep is not None:
+            files += write_known_sweep(ctx, ksweep, folder)
     note = None
     if not p.search_columns:
         note = ("no radius to search: every known column is categorical and matched exactly, "
