@@ -50,9 +50,8 @@ class Run:
     inputs : tuple of str
         The options recorded in ``summary.json``'s ``inputs``, in order.
     tables : mapping
-        File name -> an attribute path of the result (``"quality.shapes"``), or a function of
-        the result giving a DataFrame (written without its index), a writer of the path or
-        ``None`` (nothing written).
+        File name -> a function of the result giving a DataFrame (written without its
+        index), a writer of the path or ``None`` (nothing written).
     figures : mapping
         File name -> the result's plot kind.
     """
@@ -62,7 +61,7 @@ class Run:
     arguments: tuple[Mapping[str, Any], ...] = ()
     reads: tuple[str, ...] = ()
     inputs: tuple[str, ...] = ("original", "synthetic")
-    tables: Mapping[str, str | Callable[[Any], Any]] = dataclasses.field(default_factory=dict)
+    tables: Mapping[str, Callable[[Any], Any]] = dataclasses.field(default_factory=dict)
     figures: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def __call__(self, args: argparse.Namespace) -> int:
@@ -84,16 +83,9 @@ class Run:
         summary = result.to_dict()
         summary["inputs"] = {k: None if given[k] is None else [str(v) for v in given[k]]
                              if isinstance(given[k], list) else str(given[k]) for k in self.inputs}
-        tables = {file: how(result) if callable(how) else _attribute(result, how)
-                  for file, how in self.tables.items()}
+        tables = {file: how(result) for file, how in self.tables.items()}
         _common.write_run(args, result.headline().splitlines(), summary,
                           tables={file: t for file, t in tables.items() if t is not None},
                           figures={file: (result, kind) for file, kind in self.figures.items()})
         return 0
 
-
-def _attribute(result: Any, path: str) -> Any:
-    """The attribute ``path`` (``"quality.shapes"``) of ``result``."""
-    for part in path.split("."):
-        result = getattr(result, part)
-    return result

@@ -16,9 +16,13 @@ __all__ = ["add_parser", "RUN"]
 RUN = Run("bayes_risk.utility.summary:utility_summary",
           specs={"propensity": PropensitySpec, "overlap": OverlapSpec},
           arguments=(UTILITY_ARGUMENTS,), reads=("schema", "fresh_seed", "progressbar"),
-          tables={"overlap.csv": "overlap", "tables.csv": "tables.tables",
-                  "marginals.csv": "marginals", "quality.csv": "quality.shapes",
-                  "quality_pairs.csv": "quality.pair_trends", "comparison.csv": "comparison"})
+          tables={"overlap.csv": lambda r: r.overlap,
+                  "tables.csv": lambda r: None if r.tables is None else r.tables.tables,
+                  "marginals.csv": lambda r: r.marginals,
+                  "quality.csv": lambda r: None if r.quality is None else r.quality.shapes,
+                  "quality_pairs.csv": lambda r: (None if r.quality is None
+                                                   else r.quality.pair_trends),
+                  "comparison.csv": lambda r: r.comparison})
 
 
 _EPILOG = """\
