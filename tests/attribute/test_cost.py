@@ -379,7 +379,7 @@ def test_refit_draws_checked(small_fit, kw, match):
 def test_audit_chooses_estimator_and_refit_draws(tmp_path, capsys, monkeypatch):
     """--attribute-estimator / --refit-draws reach attribute_risk, are recorded in the audit's
     settings and the step's summary.json, and the estimate is printed at the step's start."""
-    import bayes_risk.auditing.measures.attribute as step  # the step calls its own import
+    import bayes_risk.attribute.run as step  # the step's run calls its own import
 
     seen = {}
     real = step.attribute_risk
