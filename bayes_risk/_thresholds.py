@@ -139,10 +139,16 @@ _PERCENT = "in per cent, from 0 to 100 (1 is 1 %)"
 _INF = math.inf
 
 
-def _anonymeter(name: str, attack: str) -> Threshold:
+def _anonymeter(name: str, attack: str, over: str = "") -> Threshold:
     return Threshold(name, 0.05, "max", 0.0, 1.0, "anonymeter's risk, " + _FRACTION,
-                     _ANONYMETER, f"Largest acceptable {attack} risk of anonymeter, a fraction. "
-                     "Default 0.05.", "attacks")
+                     _ANONYMETER, f"Largest acceptable {attack} risk of anonymeter{over}, a "
+                     "fraction. Default 0.05.", "attacks")
+
+
+def _share(name: str, default: float, what: str, measure: str) -> Threshold:
+    """An "at most" threshold of a share that is a fraction, its default a convention."""
+    return Threshold(name, default, "max", 0.0, 1.0, _FRACTION, CONVENTION,
+                     f"Largest acceptable {what}, a fraction. Default {default:g}.", measure)
 
 
 #: the package's measures' thresholds, in the order of the measures
@@ -159,15 +165,12 @@ _BUILTIN: tuple[Threshold, ...] = (
               "bayes-risk; a board sets its own (user guide, Auditing a release: Thresholds)",
               "Smallest acceptable mean interval overlap (Karr et al. 2006), above 0 and at "
               "most 1. Default 0.5.", "utility"),
-    Threshold("expected_match_rate", 0.01, "max", 0.0, 1.0, _FRACTION, CONVENTION,
-              "Largest acceptable expected match rate, the worst case over the radius search, "
-              "a fraction. Default 0.01.", "identification"),
-    Threshold("true_match_rate", 0.01, "max", 0.0, 1.0, _FRACTION, CONVENTION,
-              "Largest acceptable true match rate, the worst case over the radius search, a "
-              "fraction. Default 0.01.", "identification"),
-    Threshold("prop_top", 0.1, "max", 0.0, 1.0, _FRACTION, CONVENTION,
-              "Largest acceptable share of records whose true values are the intruder's best "
-              "guess, a fraction. Default 0.1.", "attribute"),
+    _share("expected_match_rate", 0.01, "expected match rate, the worst case over the radius "
+           "search", "identification"),
+    _share("true_match_rate", 0.01, "true match rate, the worst case over the radius search",
+           "identification"),
+    _share("prop_top", 0.1, "share of records whose true values are the intruder's best guess",
+           "attribute"),
     Threshold("prop_evidence", 0.1, "max", 0.0, 1.0, _FRACTION, CONVENTION,
               "Largest acceptable share of records whose true values the release gives "
               "evidence for, a fraction: a Bayes factor of at least ``evidence_factor`` (the "
@@ -185,9 +188,8 @@ _BUILTIN: tuple[Threshold, ...] = (
               "AUC − 0.5, from 0 (no advantage) to 0.5", CONVENTION,
               "Largest acceptable AUC − 0.5 of the Bayesian membership attack, from 0 to 0.5. "
               "Default 0.05.", "membership"),
-    Threshold("membership_share", 0.01, "max", 0.0, 1.0, _FRACTION, CONVENTION,
-              "Largest acceptable share of members above ``membership_probability``, a "
-              "fraction. Default 0.01.", "membership"),
+    _share("membership_share", 0.01, "share of members above ``membership_probability``",
+           "membership"),
     Threshold("membership_probability", 0.9, "cut", 0.0, 1.0,
               "a probability, strictly between 0 and 1",
               "a posterior membership probability of 0.9 is a likelihood ratio of 9 under the "
@@ -196,9 +198,7 @@ _BUILTIN: tuple[Threshold, ...] = (
               "exposed. Default 0.9.", "membership"),
     _anonymeter("singling_out_risk", "singling-out"),
     _anonymeter("linkability_risk", "linkability"),
-    Threshold("inference_risk", 0.05, "max", 0.0, 1.0, "anonymeter's risk, " + _FRACTION,
-              _ANONYMETER, "Largest acceptable inference risk of anonymeter, the largest over "
-              "the synthesized columns, a fraction. Default 0.05.", "attacks"),
+    _anonymeter("inference_risk", "inference", ", the largest over the synthesized columns"),
     Threshold("repU", 1.0, "max", 0.0, 100.0, _PERCENT, CONVENTION,
               "Largest acceptable replicated uniques, percent of records. Default 1.",
               "disclosure"),
@@ -213,10 +213,8 @@ _BUILTIN: tuple[Threshold, ...] = (
               "Smallest acceptable relative difference between a largest true value and the "
               "intruder's estimate of it (Kim et al. 2018), the smallest over the synthesized "
               "numeric columns, a fraction from 0 up. Default 0.05.", "relative_difference"),
-    Threshold("closest_match", 0.01, "max", 0.0, 1.0, _FRACTION, CONVENTION,
-              "Largest acceptable share of records whose closest released record is their own "
-              "(Domingo-Ferrer et al. 2001; Kim et al. 2015), a fraction. Default 0.01.",
-              "closest_match"),
+    _share("closest_match", 0.01, "share of records whose closest released record is their "
+           "own (Domingo-Ferrer et al. 2001; Kim et al. 2015)", "closest_match"),
 )
 
 
