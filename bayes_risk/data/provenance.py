@@ -49,11 +49,13 @@ def identity_hash(parts: Mapping[str, Any], arrays: Mapping[str, Any]) -> str:
     for name in sorted(arrays):
         a = np.asarray(arrays[name])
         kind = a.dtype.kind
-        a = a.astype({"b": np.uint8, "i": np.int64, "u": np.int64}.get(kind, np.float64)) \
-            if kind in "biuf" else np.asarray(a.astype(str), dtype=object)
+        # no copy of an array already of its widened dtype and contiguous: a posterior's draws
+        # are hashed in place (they were copied twice, the fit's peak memory)
+        a = a.astype({"b": np.uint8, "i": np.int64, "u": np.int64}.get(kind, np.float64),
+                     copy=False) if kind in "biuf" else np.asarray(a.astype(str), dtype=object)
         h.update(f"|{name}|{a.dtype.str}|{a.shape}|".encode())
-        h.update(np.ascontiguousarray(a).tobytes() if a.dtype != object
-                 else pd.util.hash_array(a.ravel()).tobytes())
+        h.update(np.ascontiguousarray(a) if a.dtype != object
+                 else pd.util.hash_array(a.ravel()))
     return h.hexdigest()
 
 
