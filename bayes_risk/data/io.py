@@ -50,8 +50,9 @@ def read_table(path: str | os.PathLike[str], *,
     missing_labels : mapping of str to sequence of str, optional
         ``{column: [label, ...]}``: texts that stand for a missing value in that column.
     strict : bool
-        Refuse a label declared for a column read as numbers (default ``True``); ``False`` for
-        a synthetic dataset, whose column may hold numbers where the original's held the label.
+        Refuse a label declared for a column read as numbers or absent from the file (default
+        ``True``); ``False`` for a synthetic dataset, whose column may hold numbers where the
+        original's held the label, and whose missing columns the release's checks name.
     numeric : sequence of str
         Columns of a SAS, Stata or SPSS file read as their codes (numbers) although the file
         gives them value labels (the command line: the columns declared ``--count`` or
@@ -324,11 +325,13 @@ def _keep_leading_zeros(p: Path, df: pd.DataFrame, raw: bytes) -> pd.DataFrame:
 def _apply_missing_labels(p: Path, df: pd.DataFrame, labels: Mapping[str, Sequence[str]] | None,
                           strict: bool = True) -> pd.DataFrame:
     """Declared missing labels become missing values (a column left with numbers becomes
-    numeric); ``strict``: a label of a numeric column is refused."""
+    numeric); ``strict``: a label of a numeric or absent column is refused."""
     if not labels:
         return df
     out = df.copy()
     for c, labs in labels.items():
+        if c not in out.columns and not strict:
+            continue
         if c not in out.columns:
             raise SchemaError(f"{arg_name('missing_labels', f'{{{c!r}: [...]}}', cli=f'{c}=...')}: "
                               f"column {c!r} is not in {str(p)!r} (columns: {list(out.columns)}).",
@@ -377,14 +380,6 @@ def _warn_na_like(p: Path, df: pd.DataFrame, labels: Mapping[str, Sequence[str]]
                       "empty field is missing) (NA_LIKE_LABEL). If it means missing, declare it: "
                       f"{arg_name('missing_labels', f'{{{c!r}: [{lab!r}]}}', cli=f'{c}={lab}')}.",
                       DataWarning, stacklevel=3)
-
-
-def csv_names(p: Path) -> list[str]:
-    """The column names of a CSV file's header (none for another format, or for what is no
-    regular file: ``read_table`` names what it is, where opening a pipe would wait)."""
-    if p.suffix.lower() not in _CSV or not p.is_file():
-        return []
-    return _csv_row(_csv_header(p))
 
 
 def _csv_header(p: Path) -> str:

@@ -628,7 +628,7 @@ def _tables(source: _Source, original: pd.DataFrame | None,
     """The release's tables, each aligned (``_align``) as soon as it is read: no name
     holds a table as read once it is aligned, so one such table is alive at a time."""
     from bayes_risk._checksums import checksum_problem
-    from bayes_risk.data.io import csv_names, read_table
+    from bayes_risk.data.io import read_table
 
     if source.r_object is not None:
         for z in source.r_object["datasets"]:
@@ -654,10 +654,8 @@ def _tables(source: _Source, original: pd.DataFrame | None,
         str(c) for c in original.columns if pd.api.types.is_numeric_dtype(original[c].dtype)
         and not pd.api.types.is_bool_dtype(original[c].dtype)]
     for f in source.files:
-        # a label declared for a column this file lacks is reported by the column checks
-        yield _align(source, f, read_table(f, missing_labels={
-            c: v for c, v in (labels or {}).items() if c in csv_names(f)} or None,
-            strict=False, numeric=numeric), original)
+        yield _align(source, f, read_table(f, missing_labels=labels, strict=False,
+                                           numeric=numeric), original)
 
 
 def _align(source: _Source, f: Path, z: pd.DataFrame,

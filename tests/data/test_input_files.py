@@ -400,3 +400,27 @@ def test_an_option_naming_a_column_that_prints_alike_names_the_character(tmp_pat
     with pytest.raises(SchemaError, match="Did you mean 'Age'[?] The name given: 'Agee\\\\u200b' "
                                           "holds U\\+200B ZERO WIDTH SPACE"):
         schema.check_columns(["Agee\u200b"], "known")
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".dta"])
+def test_a_release_in_another_format_has_its_missing_labels_applied_as_a_csv_one(tmp_path,
+                                                                                   suffix):
+    # the labels were matched to a CSV header only: a Parquet or Stata release kept 'refused'
+    # as a level the original never holds (a level of its own, refused as SYNTHETIC_ONLY_LEVEL)
+    df = _table()
+    df["Sex"] = df["Sex"].astype(object)
+    df.loc[[1, 3], "Sex"] = "refused"
+    df.to_csv(tmp_path / "s.csv", index=False)
+    if suffix == ".parquet":
+        df.to_parquet(tmp_path / f"s{suffix}", index=False)
+    else:
+        pytest.importorskip("pyreadstat")
+        df.to_stata(tmp_path / f"s{suffix}", write_index=False)
+    labels = {"Sex": ["refused"], "Absent": ["x"]}  # a column the release lacks: its checks' job
+    csv_syn, other = (read_synthetic([tmp_path / f"s{s}"], missing_labels=labels)[0]
+                      for s in (".csv", suffix))
+    assert other["Sex"].isna().sum() == csv_syn["Sex"].isna().sum() == 2
+    assert set(other["Sex"].dropna()) == set(csv_syn["Sex"].dropna()) == {"F", "M"}
+    with pytest.raises(SchemaError) as info:  # the original's labels are checked strictly
+        read_table(tmp_path / f"s{suffix}", missing_labels=labels)
+    assert info.value.code == "UNKNOWN_COLUMN"
