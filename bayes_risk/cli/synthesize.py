@@ -45,7 +45,6 @@ def run(args: argparse.Namespace) -> int:
         forest_bytes,
         load_what_the_run_loads,
     )
-    from bayes_risk._specs import cli_arguments
     from bayes_risk.cli._common import run_seed, write_run
     from bayes_risk.cli.options.trees import tree_options
     from bayes_risk.data import SyntheticData, check_m
@@ -63,16 +62,7 @@ def run(args: argparse.Namespace) -> int:
                               else "OPTION_REQUIRED")
     seed = run_seed(args)  # recorded in the manifest
     if args.model is not None:
-        given = [
-            name for name, val in (("--method", args.method), ("--synthesize", args.synthesize),
-                                   ("--records", args.records))
-            if val is not None
-        ] + [opt.flag for _, opt in cli_arguments(tree_options())
-             if getattr(args, opt.dest) is not None]
-        if given:
-            raise ValidationError(f"{', '.join(given)} cannot be used with --model: the saved "
-                                  "model already fixes what is synthesized.",
-                                  code="OPTION_CONFLICT")
+        _refuse_fitting_options(args)
         m = check_m(args.m if args.m is not None else _DEFAULT_M_SAVED, "-m")
         from bayes_risk.models import load_model
 
@@ -171,23 +161,33 @@ def _sampled_from_model(args: argparse.Namespace) -> int:
         run_seed,
         write_run,
     )
-    from bayes_risk.exceptions import ValidationError
     from bayes_risk.models import load_model, sampling_with_synthesis
 
-    given = [name for name, val in (("--method", args.method), ("--synthesize", args.synthesize),
-                                    ("--records", args.records)) if val is not None]
-    if given:
-        raise ValidationError(f"{', '.join(given)} cannot be used with --model: the saved model "
-                              "already fixes what is synthesized.", code="OPTION_CONFLICT")
+    _refuse_fitting_options(args)
     seed = run_seed(args)
     census = read_records_table(args.original, "ORIGINAL", missing_labels(args),
                                 numeric_columns(args))
-    model = load_model(args.model, original=census)
+    model = load_model(args.model, original=census, model_function=args.model_function)
     syn = sampling_with_synthesis(model, census, populations=args.populations,
                                   sample_fraction=args.sample_fraction, random_seed=seed)
     write_run(args, _summary_lines(args, syn), extra=lambda tmp: syn.save(
         tmp, csv=args.csv, file_format=args.file_format, labels=_model_labels(args.model)))
     return 0
+
+
+def _refuse_fitting_options(args: argparse.Namespace) -> None:
+    """Refuse, with ``--model``, the options of a fit (the saved model fixed them)."""
+    from bayes_risk._specs import cli_arguments
+    from bayes_risk.cli.options.trees import tree_options
+    from bayes_risk.exceptions import ValidationError
+
+    given = [name for name, val in (("--method", args.method), ("--synthesize", args.synthesize),
+                                    ("--records", args.records)) if val is not None]
+    given += [opt.flag for _, opt in cli_arguments(tree_options())
+              if getattr(args, opt.dest) is not None]
+    if given:
+        raise ValidationError(f"{', '.join(given)} cannot be used with --model: the saved model "
+                              "already fixes what is synthesized.", code="OPTION_CONFLICT")
 
 
 def _model_labels(folder: str) -> Any:

@@ -245,6 +245,10 @@ def test_failure_inside_save_leaves_no_folder(fake_model, tmp_path):
         (["ORIG", "--method", "cart", "--synthesize", "Income", "--donor", "uniform",
           "--min-leaf", "0"], "--min-leaf must be an integer >= 1"),
         (["--model", "MODEL", "--method", "cart"], "cannot be used with --model"),
+        (["--model", "MODEL", "--min-leaf", "5"], "--min-leaf cannot be used with --model"),
+        # the sampled path read its own shorter list and ignored a tree option
+        (["ORIG", "--model", "MODEL", "--populations", "2", "--sample-fraction", "0.5",
+          "--min-leaf", "5"], "--min-leaf cannot be used with --model"),
         (["--model", "NOTAMODEL"], "is not a saved bayes-risk model"),
         (["missing.csv", "--method", "cart", "--synthesize", "Income"], "does not exist"),
         (["ORIG", "--method", "cart", "--synthesize", "Income", "--method-per-column", "Income"],
