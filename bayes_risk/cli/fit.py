@@ -164,47 +164,16 @@ def _summary_lines(args: argparse.Namespace, model: Any, df: Any) -> list[str]:
     if not capabilities(type(model)).convergence:
         return [head, *lines, "the model folder holds the confidential data: keep it as "
                 "confidential as the data"]
+    from bayes_risk.models._bayesian.convergence_report import convergence_lines
+
     conv = model.convergence_summary()
-    lines.insert(0, head + f" ({conv['chains']} chain(s) x {conv['draws']} draws after "
-                 f"{conv['tune']} tuning"
-                 + (f", one kept per {conv['thin']} sweeps" if conv["thin"] > 1 else "")
-                 + (f"; extended itself in {conv['rounds']} rounds to "
-                    f"{conv['sweeps_per_chain']:,} sweeps per chain"
-                    if conv.get("rounds", 1) > 1 else "") + ")")
+    run, *checks = convergence_lines(model, conv, args.method)
+    lines.insert(0, f"{head} ({run})")
     eps = getattr(model, "epsilon_per_dataset", None)  # a synthesizer with a known ε
     if eps is not None:
         lines.append(f"differential privacy: ε = {eps:.4g} per synthetic dataset of {len(df):,} "
                      f"records (prior count {model.alpha_:.4g} per cell); a release of m "
                      "datasets has m·ε (the fitted model itself is not private: keep it)")
-    q = conv["quantities"]
-    rhat = [v["rhat"] for v in q.values() if _finite(v["rhat"])]
-    ess = [v["ess_bulk"] for v in q.values() if _finite(v["ess_bulk"])]
-    if rhat and ess:
-        lines.append(
-            f"convergence: max R-hat {max(rhat):.3f}, min bulk ESS {min(ess):.0f} over "
-            f"{len(q)} "
-            # a mixture's components swap labels between chains: its checks are of functions of
-            # the draws that do not depend on them; other models' of their parameters
-            + ("label-invariant quantities" if hasattr(model, "n_components")
-               else "quantities (parameters and the log-likelihood)") + " ("
-            + ("passed" if conv["passed"] else "FAILED: see convergence.json") + ")"
-        )
-    reg = conv.get("regimes")
-    if reg and not reg["agree"]:
-        from bayes_risk.models._bayesian.regimes import regime_text
-
-        lines.append(f"chains in {len(reg['regimes'])} regimes of the class structure "
-                     f"(REGIMES_DISAGREE): {regime_text(reg)}; risks computed from this fit "
-                     "are reported per regime (see convergence.json)")
-    if conv["failed_checks"]:
-        from bayes_risk.models._bayesian.convergence import checks_headline
-
-        # which fit, which quantity, which value: the check that failed, not only that one did
-        lines.append(f"convergence FAILED for the {args.method} fit: "
-                     + checks_headline(conv["failed_checks"], where="convergence.json"))
+    lines += checks
     return lines
 
-
-def _finite(x: Any) -> bool:
-    """A number that is not NaN (undiagnosable quantities are None or NaN in the record)."""
-    return isinstance(x, (int, float)) and x == x and abs(x) != float("inf")

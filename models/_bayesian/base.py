@@ -578,6 +578,21 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         self._check_fitted()
         return convergence_report.mcmc_warnings(self)
 
+    def convergence_text(self) -> str:
+        """The run and its convergence checks in words, as ``bayes-risk fit`` prints them: the
+        chains, draws and warm-up; the largest R-hat and smallest bulk ESS of the quantities
+        checked and whether every check passed; chains in disagreeing regimes; the failed
+        checks with their quantities and values (:meth:`convergence_summary` has them all).
+
+        Examples
+        --------
+        >>> print(model.convergence_text())  # doctest: +SKIP
+        2 chain(s) x 500 draws after 500 tuning
+        convergence: max R-hat 1.004, min bulk ESS 612 over 7 label-invariant quantities (passed)
+        """
+        self._check_fitted()
+        return "\n".join(convergence_report.convergence_lines(self))
+
     def convergence_summary(self) -> dict[str, Any]:
         """Convergence of the fit: the record written to ``convergence.json`` by :meth:`save`.
 

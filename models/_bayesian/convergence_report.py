@@ -180,3 +180,46 @@ def convergence_summary(model: Any) -> dict[str, Any]:
         "regimes": (regime_summary(post, model.convergence_quantities())
                     if int(post.sizes["chain"]) > 1 else None),
     })
+
+
+def convergence_lines(model: Any, summary: dict[str, Any] | None = None,
+                      method: str | None = None) -> list[str]:
+    """The fit's run and convergence in lines for a person (``bayes-risk fit`` prints them):
+    :meth:`BayesianSynthesizer.convergence_text`. ``summary``: the model's
+    :meth:`~BayesianSynthesizer.convergence_summary`, if already computed; ``method``: the
+    name the fit was asked for (default: the model's ``method_name``)."""
+    conv = model.convergence_summary() if summary is None else summary
+    lines = [f"{conv['chains']} chain(s) x {conv['draws']} draws after {conv['tune']} tuning"
+             + (f", one kept per {conv['thin']} sweeps" if conv["thin"] > 1 else "")
+             + (f"; extended itself in {conv['rounds']} rounds to "
+                f"{conv['sweeps_per_chain']:,} sweeps per chain"
+                if conv.get("rounds", 1) > 1 else "")]
+    q = conv["quantities"]
+    rhat = [v["rhat"] for v in q.values() if _finite(v["rhat"])]
+    ess = [v["ess_bulk"] for v in q.values() if _finite(v["ess_bulk"])]
+    if rhat and ess:
+        # a mixture's components swap labels between chains: its checks are of functions of the
+        # draws that do not depend on them; other models' of their parameters
+        lines.append(
+            f"convergence: max R-hat {max(rhat):.3f}, min bulk ESS {min(ess):.0f} over {len(q)} "
+            + ("label-invariant quantities" if hasattr(model, "n_components")
+               else "quantities (parameters and the log-likelihood)") + " ("
+            + ("passed" if conv["passed"] else "FAILED: see convergence.json") + ")")
+    reg = conv.get("regimes")
+    if reg and not reg["agree"]:
+        from bayes_risk.models._bayesian.regimes import regime_text
+
+        lines.append(f"chains in {len(reg['regimes'])} regimes of the class structure "
+                     f"(REGIMES_DISAGREE): {regime_text(reg)}; risks computed from this fit "
+                     "are reported per regime (see convergence.json)")
+    if conv["failed_checks"]:
+        # which quantity, which value: the check that failed, not only that one did
+        lines.append(f"convergence FAILED for the {method or model.method_name} fit: "
+                     + convergence.checks_headline(conv["failed_checks"],
+                                                   where="convergence.json"))
+    return lines
+
+
+def _finite(x: Any) -> bool:
+    """A number that is not NaN (undiagnosable quantities are None or NaN in the record)."""
+    return isinstance(x, (int, float)) and x == x and abs(x) != float("inf")

@@ -212,6 +212,14 @@ def test_failed_check_named_in_headline_and_summary(base_fit):
     assert f"LOW_ESS: {name} of {low['quantity']} {low['value']:.0f} < 200" in line
     assert f"({len(checks)} failed check(s) in all: convergence.json)" in line
     assert {"LOW_ESS"} <= set(summ["warnings"])
+    # the library says it in the same words (the command prints the model's text)
+    from bayes_risk.models import load_model
+
+    text = load_model(out).convergence_text().splitlines()
+    shown = [ln.strip() for ln in printed.splitlines()]
+    assert text[0] in shown[0] and "draws after" in text[0]
+    assert all(t in shown for t in text[1:])
+    assert any(t.startswith("convergence: max R-hat") for t in text) and line.strip() in text
 
 
 def test_passed_checks_leave_no_failed_check(tmp_path, csv, capsys, monkeypatch):
