@@ -141,6 +141,7 @@ _API: dict[str, str] = {
     # design: the most useful release of a space that passes every verdict line
     "design": "bayes_risk.designing",
     "DesignSpace": "bayes_risk.designing",
+    "SearchSpec": "bayes_risk.designing",
     "DesignResult": "bayes_risk.designing",
     "Thresholds": "bayes_risk.auditing.thresholds",
     # the model contract (docs: Adding a model)

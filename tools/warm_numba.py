@@ -59,7 +59,7 @@ def dpmpm_fit(folder: Path) -> None:
 def attribute_identification(folder: Path) -> None:
     """The attribute estimator's kernels (importance ratios, Pareto tails, prior columns) on
     a model given as arrays, and the identification engine's compiled path (the pooled
-    search's pattern count too, ``pattern_counts``)."""
+    search's pattern count too, ``_pattern_counts``)."""
     from scipy.special import xlog1py, xlogy
 
     import bayes_risk as br

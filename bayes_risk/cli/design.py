@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk._terminal import line
     from bayes_risk.auditing.thresholds import Thresholds
     from bayes_risk.cli._common import print_summary
-    from bayes_risk.designing import design
+    from bayes_risk.designing import SearchSpec, design
     from bayes_risk.exceptions import ValidationError
 
     thresholds = Thresholds.parse(args.threshold)  # checked before any input is read
@@ -89,15 +89,16 @@ def run(args: argparse.Namespace) -> int:
         except ValueError:
             raise ValidationError(f"--screen-records {args.screen_records!r}: expected a number "
                                   "of records or none.", code="BAD_OPTION_VALUE") from None
+    search = SearchSpec(objective=args.objective, max_candidates=args.max_candidates,
+                        patience=args.patience, screen_records=screen, confirm=args.confirm,
+                        cpu_budget=args.cpu_budget)
     out = Path(args.out)
     if args.overwrite and not args.resume and out.exists() and any(out.iterdir()):
         shutil.rmtree(out)  # --overwrite: the old design goes when the new one starts
     try:
         res = design(args.original, known=args.known, start=args.start, space=space,
                      thresholds=thresholds, categorical=args.categorical,
-                     objective=args.objective, max_candidates=args.max_candidates,
-                     patience=args.patience, screen_records=screen, confirm=args.confirm,
-                     cpu_budget=args.cpu_budget, out=out, resume=args.resume,
+                     search=search, out=out, resume=args.resume,
                      random_seed=args.random_seed, progressbar=not args.quiet)
     except KeyboardInterrupt:
         if (out / "design.journal").is_file():

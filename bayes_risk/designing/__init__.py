@@ -3,6 +3,13 @@ line of the audit (:func:`design`). See :doc:`/user_guide/design`."""
 
 from bayes_risk.designing.result import DesignResult
 from bayes_risk.designing.search import design
-from bayes_risk.designing.space import REMEDIES, DesignSpace, Remedy, register_remedy
+from bayes_risk.designing.space import (
+    REMEDIES,
+    DesignSpace,
+    Remedy,
+    SearchSpec,
+    register_remedy,
+)
 
-__all__ = ["design", "DesignResult", "DesignSpace", "Remedy", "REMEDIES", "register_remedy"]
+__all__ = ["design", "DesignResult", "DesignSpace", "SearchSpec", "Remedy", "REMEDIES",
+           "register_remedy"]

@@ -19,13 +19,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import InstanceOf, Interval, Options, check_params, check_value
+from bayes_risk._constraints import InstanceOf, check_value
 from bayes_risk._memory import current_limit, format_bytes, parse_memory, peak_memory
 from bayes_risk._terminal import say
 from bayes_risk.designing.space import (
     OBJECTIVES,
     REMEDIES,
     DesignSpace,
+    SearchSpec,
     columns_to_cover,
     fit_key,
     grown_columns,
@@ -327,12 +328,7 @@ def design(
     thresholds: Any = None,
     settings: Any = None,
     categorical: Sequence[str] | None = None,
-    objective: str = "overlap",
-    max_candidates: int = 24,
-    patience: int | None = None,
-    screen_records: int | None = 300,
-    confirm: int = 3,
-    cpu_budget: float | None = None,
+    search: SearchSpec | None = None,
     out: str | os.PathLike[str] | None = None,
     resume: bool = False,
     random_seed: int | None = None,
@@ -368,26 +364,10 @@ def design(
         How each candidate is audited (the audit's defaults).
     categorical : sequence of str, optional
         Integer-coded factors of ``original``.
-    objective : {"overlap", "s_pmse"}
-        The utility line to optimise: the mean interval overlap (maximised, default) or the
-        mean S_pMSE (minimised).
-    max_candidates : int
-        Most candidates audited. A space of at most this many is enumerated in full; a larger
-        one is searched by Optuna's TPE sampler with the verdict lines as constraints.
-    patience : int, optional
-        Stop once this many candidates in a row have not improved the best release that
-        passes (default: no such stop).
-    screen_records : int or None
-        Records of the subsample screen (``None``: no subsample; also skipped for fewer than
-        twice as many records).
-    confirm : int
-        Most candidates re-audited with fresh seeds, best first, until one passes.
-    cpu_budget : float, optional
-        CPU seconds of the search (this process's, every thread): the candidate running when
-        they are spent is stopped and not counted, and a ``resume`` audits it again (the
-        fresh-seed re-audit comes after the search, outside the budget). Off the main
-        thread and on Windows, where no CPU timer can interrupt it, the candidate running
-        finishes first.
+    search : SearchSpec, optional
+        What the search optimises, when it stops (most candidates, patience, CPU budget), its
+        subsample screen and its fresh-seed re-audits
+        (:class:`~bayes_risk.designing.SearchSpec`; default: its defaults).
     out : path, optional
         The design folder: the journal of the search (kept through an interrupt), the
         frontier, the report, the recommended release and its audit.
@@ -416,7 +396,8 @@ def design(
     from bayes_risk.data.schema import infer_schema
     from bayes_risk.designing.result import DesignResult
 
-    _check_options(objective, max_candidates, confirm, patience, screen_records, cpu_budget)
+    sr = as_spec(search, SearchSpec, "search")
+    objective = sr.objective
     th = Thresholds.parse(thresholds)
     s = as_spec(settings, AuditSettings, "settings")
     space = _as_space(space)
@@ -429,25 +410,25 @@ def design(
     cands.sort(key=lambda c: (fit_key(c), -c["m"], c["remedy"] != "none", c["remedy"]))
     seed = int(random_seed) if random_seed is not None else int(
         np.random.SeedSequence().generate_state(1, dtype=np.uint32)[0])
-    enumerate_all = len(cands) <= max_candidates
+    enumerate_all = len(cands) <= sr.max_candidates
     spec = {"known": known, "space": space.to_dict(), "thresholds": th.to_dict(),
             "objective": objective, "random_seed": seed, "n_records": len(data),
-            "settings": repr(s), "screen_records": screen_records}
+            "settings": repr(s), "screen_records": sr.screen_records}
     root = Path(out) if out is not None else None
     storage = _storage(root, resume)
-    plan = _plan(facts, cands, dropped, enumerate_all, max_candidates, patience, cpu_budget,
-                 screen_records, len(data), objective)
+    plan = _plan(facts, cands, dropped, enumerate_all, sr, len(data))
     if progressbar:
         for line in plan:
             say(f"[design] {line}")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(study_name="design", storage=storage, direction="maximize",
-                                sampler=_sampler(seed, max_candidates, 0), load_if_exists=resume)
+                                sampler=_sampler(seed, sr.max_candidates, 0),
+                                load_if_exists=resume)
     records = _resumed(study, spec, resume)
-    ev = _Evaluator(data, schema, known, s, th, seed, screen_records, progressbar)
+    ev = _Evaluator(data, schema, known, s, th, seed, sr.screen_records, progressbar)
     stop = _search(study, ev, records, cands, space, enumerate_all, objective=objective,
-                   seed=seed, max_candidates=max_candidates, patience=patience,
-                   cpu_budget=cpu_budget, progressbar=progressbar)
+                   seed=seed, max_candidates=sr.max_candidates, patience=sr.patience,
+                   cpu_budget=sr.cpu_budget, progressbar=progressbar)
     if progressbar:
         say(f"[design] search stopped: {stop}; {len(records)} candidate(s) audited")
     result = DesignResult(space=space.to_dict(), candidates=list(records.values()),
@@ -457,27 +438,11 @@ def design(
                           n_space=len(cands),
                           sampler="enumeration (every candidate)" if enumerate_all else
                           "Optuna TPE with the verdict lines as constraints")
-    _confirm(result, ev, cands, confirm, root, progressbar)
+    _confirm(result, ev, cands, sr.confirm, root, progressbar)
     result.peak_memory = peak_memory()
     if root is not None:
         result.write(root)
     return result
-
-
-#: the scalar arguments of ``design``, checked at once
-_DESIGN_CHECKS = {
-    "objective": Options(OBJECTIVES), "max_candidates": [Interval(int, 1), None],
-    "confirm": [Interval(int, 1), None], "patience": [Interval(int, 1), None],
-    "screen_records": [Interval(int, 10), None],
-    "cpu_budget": [Interval(float, 0, closed="neither"), None]}
-
-
-def _check_options(objective: str, max_candidates: Any, confirm: Any, patience: Any,
-                   screen_records: Any, cpu_budget: Any) -> None:
-    """Refuse an unknown ``objective`` and a count or CPU budget out of its range."""
-    check_params(dict(objective=objective, max_candidates=max_candidates, confirm=confirm,
-                      patience=patience, screen_records=screen_records, cpu_budget=cpu_budget),
-                 _DESIGN_CHECKS)
 
 
 def _as_space(space: DesignSpace | Mapping[str, Any] | None) -> DesignSpace:
@@ -722,9 +687,12 @@ def _resumed(study: Any, spec: dict[str, Any], resume: bool) -> dict[str, dict[s
     return records
 
 
-def _plan(facts: Any, cands: list, dropped: list, enumerate_all: bool, max_candidates: int,
-          patience: Any, cpu_budget: Any, screen: Any, n: int, objective: str) -> list[str]:
+def _plan(facts: Any, cands: list, dropped: list, enumerate_all: bool, search: SearchSpec,
+          n: int) -> list[str]:
     """The design's plan and cost, stated before the first candidate."""
+    max_candidates, patience, cpu_budget = (search.max_candidates, search.patience,
+                                            search.cpu_budget)
+    screen, objective = search.screen_records, search.objective
     n_fits = len({fit_key(c) for c in cands})
     k = len(cands) if enumerate_all else max_candidates
     lines = [f"space: {len(cands)} candidate(s) ({n_fits} fit(s))"

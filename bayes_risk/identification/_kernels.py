@@ -204,7 +204,7 @@ def ranges_sweep(gstart, sv, tgt_g, lo, hi, olo, ohi):
     return prim, bstart, blen
 
 @_nb.njit(cache=True, nogil=True)
-def scan(perms, sv, prim, bstart, blen, lo, hi, ell, centre, scale, strict, offsets,
+def _scan(perms, sv, prim, bstart, blen, lo, hi, ell, centre, scale, strict, offsets,
              out, write):
     """Scan each target's slice, testing every radius column (and the ellipse); counts per
     target, and with ``write`` the matched records at ``out[offsets[i]:]``."""

@@ -111,7 +111,7 @@ def _walk_groups(order, tg, gstart, v, bound, ptr, out):
 
 @_nb.njit(cache=True, nogil=True)
 def _stretch_ranks(gstart, mnz, lo_g, hi_g):
-    """The z ranks among each group's stretch ``lo_g:hi_g`` of records (:func:`pattern_counts`):
+    """The z ranks among each group's stretch ``lo_g:hi_g`` of records (:func:`_pattern_counts`):
     ``below[gstart[g] + k]`` the stretch's records of group ``g`` whose place ``mnz`` in the
     group's order of smallest values is below ``k``, ``inside[g]`` all of them."""
     G = gstart.shape[0] - 1
@@ -134,7 +134,7 @@ def _stretch_ranks(gstart, mnz, lo_g, hi_g):
 
 @_nb.njit(cache=True, nogil=True)
 def _query_z_ranks(oylo, tg, gstart, mns, ylo, ptr, mnz, lo_g, hi_g, e_lo, e_hi):
-    """The z ranks of :func:`pattern_counts`' queries and its stretches' records, both among
+    """The z ranks of :func:`_pattern_counts`' queries and its stretches' records, both among
     the stretch's records: a query's the records whose smallest value is below ``ylo``, less
     one (``oylo``: the targets by ``ylo``; ``ptr``: the walks' scratch)."""
     N = tg.shape[0]
@@ -150,7 +150,7 @@ def _query_z_ranks(oylo, tg, gstart, mns, ylo, ptr, mnz, lo_g, hi_g, e_lo, e_hi)
 
 
 @_nb.njit(cache=True, nogil=True)
-def pattern_counts(gstart, arank, slot, mxr, mnz, mns, tg, qlo, qhi, yhi, ylo, torder, olo,
+def _pattern_counts(gstart, arank, slot, mxr, mnz, mns, tg, qlo, qhi, yhi, ylo, torder, olo,
                    ohi, oylo, has_y):
     """The records of every target's key group inside its window (:mod:`.patterns`), from
     one pattern's records prepared once for every radius: ``gstart`` the key groups' first

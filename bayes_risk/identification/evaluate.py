@@ -64,7 +64,7 @@ def partitions(plan: IdentificationPlan, rule: MatchRule, size: int | None, *,
     given). Each target's figures do not depend on its partition: the order only keeps the
     targets of one key group and nearby radius values together, so that a partition's counts
     read its own stretch of its own groups' records
-    (:func:`._pattern_kernels.pattern_counts`) rather than every partition all of them."""
+    (:func:`._pattern_kernels._pattern_counts`) rather than every partition all of them."""
     prep, st = plan.prep, plan.settings
     N = prep.n_targets
     size = max(N, 1) if size is None else size

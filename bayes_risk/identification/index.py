@@ -500,7 +500,7 @@ class NumbaIndex:
             bl = blen[start:stop]
             offsets = np.cumsum(bl) - bl
             buf = np.empty(int(bl.sum()), dtype=np.int64)
-            cnt = _nb().scan(self.perms, self.sv, prim[start:stop], bs[start:stop], bl,
+            cnt = _nb()._scan(self.perms, self.sv, prim[start:stop], bs[start:stop], bl,
                            lo[start:stop], hi[start:stop], bool(b.ellipse), cen[start:stop],
                            sc[start:stop], bool(b.strict), offsets, buf, True)
             counts[start:stop] = cnt
@@ -533,7 +533,7 @@ class NumbaIndex:
                                      olo, ohi)
         dummy = np.zeros(1, dtype=np.int64)
         cen, sc = _ellipse_arrays(b)
-        return _nb().scan(self.perms, self.sv, prim, bs, blen, lo, hi, bool(b.ellipse), cen,
+        return _nb()._scan(self.perms, self.sv, prim, bs, blen, lo, hi, bool(b.ellipse), cen,
                           sc, bool(b.strict), dummy, dummy, False)
 
     def candidates(self, tgt_key: np.ndarray, b: TargetBounds) -> np.ndarray:

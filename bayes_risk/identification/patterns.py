@@ -92,7 +92,7 @@ class _Ranks(NamedTuple):
 
 class _PatternRecords(NamedTuple):
     """One pattern's records that can match, prepared once for every radius (the arguments
-    of :func:`._pattern_kernels.pattern_counts`): ``uk`` the exact keys they hold, ``gstart``
+    of :func:`._pattern_kernels._pattern_counts`): ``uk`` the exact keys they hold, ``gstart``
     each key group's first record, the groups sorted by (``arank``, ``mxr``); ``slot`` the
     index of the record's unsynthesized value among the group's; ``mxr`` the rank of its largest
     synthesized value over the pattern's datasets, ``mnz`` its smallest one's place in its
@@ -186,7 +186,7 @@ def _counts(rec: _PatternRecords, tkey: np.ndarray, windows: tuple[np.ndarray, .
         return np.zeros(tkey.size, dtype=np.int64)
     pos = np.minimum(np.searchsorted(rec.uk, tkey), rec.uk.size - 1)
     tg = np.where((tkey >= 0) & (rec.uk[pos] == tkey), pos, -1).astype(np.int32)
-    return _pattern_kernels.pattern_counts(rec.gstart, rec.arank, rec.slot, rec.mxr, rec.mnz,
+    return _pattern_kernels._pattern_counts(rec.gstart, rec.arank, rec.slot, rec.mxr, rec.mnz,
                                            rec.mns, tg, *windows, has_y)
 
 
@@ -195,7 +195,7 @@ def superset_counts(S: int, keys: np.ndarray, a: np.ndarray | None, y: np.ndarra
     """``N_t(⊇S)`` of every target: the records matching it in every dataset of the bit set
     ``S`` (``keys [m, n]``; ``a [n]`` the unsynthesized radius column, ``y [m, n]`` the
     synthesized one, ``None`` when absent; ``b`` the windows, columns ``a`` then ``y``): an
-    offline dominance count (:func:`._pattern_kernels.pattern_counts`)."""
+    offline dominance count (:func:`._pattern_kernels._pattern_counts`)."""
     ranks = _value_ranks(a, y)
     return _counts(_pattern_records(S, keys, ranks), tkey, _windows(ranks, b), y is not None)
 

@@ -18,7 +18,7 @@ class Design:
 
     def _run(self):
         import bayes_risk as br
-        from bayes_risk.designing import DesignSpace
+        from bayes_risk.designing import DesignSpace, SearchSpec
 
         loose = {"expected_match_rate": 0.9, "true_match_rate": 0.9, "repU": 99, "DiSCO": 99,
                  "prop_top": 0.99, "prop_evidence": 0.99}
@@ -30,8 +30,8 @@ class Design:
                                                knobs={"cart": {"min_leaf": [5, 40],
                                                                "smoothing": [False]}},
                                                m=[2], remedies=["none", "smooth"]),
-                             thresholds=loose, screen_records=None, random_seed=3,
-                             progressbar=False)
+                             thresholds=loose, search=SearchSpec(screen_records=None),
+                             random_seed=3, progressbar=False)
 
     def time_design(self) -> None:
         self._run()

@@ -25,9 +25,7 @@ if "NUMBA_THREADING_LAYER" in os.environ:
     _numba_config.THREADING_LAYER = os.environ["NUMBA_THREADING_LAYER"]
 
 __all__ = [
-    "class_step",
     "class_step_finish",
-    "class_step_part",
     "class_step_serial",
     "class_step_setup",
     "counts",
@@ -55,7 +53,7 @@ def _times_levels(w, codes, i, use, offsets, phi_h):  # pragma: no cover - numba
 def sorted_patterns(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Records in lexicographic order of their codes (``-1`` included) and, for each record in
     that order, the number of leading columns it shares with the one before (``p``: the same
-    observed pattern): :func:`class_step`'s visiting order."""
+    observed pattern): :func:`_class_step`'s visiting order."""
     n, p = codes.shape
     order = np.lexsort(codes.T[::-1]).astype(np.int64)
     return order, shared_prefix(codes[order])
@@ -127,13 +125,13 @@ def _impute_and_count(r, zi, offsets, phi_t, miss_ptr, miss_j, u_y, y, nk, cnt):
 _CLASS_FLAGS = {"reassoc", "contract", "arcp", "nsz"}
 
 
-# not inlined (compiled once for class_step, its serial twin and step's two threads); nogil
+# not inlined (compiled once for _class_step, its serial twin and step's two threads); nogil
 @njit(cache=True, nogil=True, fastmath=_CLASS_FLAGS)
-def class_step_part(  # pragma: no cover - numba
+def _class_step_part(  # pragma: no cover - numba
     codes, lcp, rec, offsets, logphi, phi, pi, phi_t, log_pi, u_z, miss_ptr, miss_j, u_y, y, z,
     lo, hi, ll, nk, cnt
 ):
-    """:func:`class_step` of the records ``lo..hi-1`` of the visiting order (``pi, phi_t``:
+    """:func:`_class_step` of the records ``lo..hi-1`` of the visiting order (``pi, phi_t``:
     :func:`class_step_setup`): writes their ``z``, imputations and ``ll[rec[r]]``, adds their
     class sizes to ``nk`` and their level counts to ``cnt``. The first record starts from no
     shared prefix."""
@@ -235,7 +233,7 @@ def _class_step_finish(ll, nks, cs):  # pragma: no cover - numba
 
 
 @njit(cache=True, parallel=True, fastmath=_CLASS_FLAGS)
-def class_step(  # pragma: no cover - numba
+def _class_step(  # pragma: no cover - numba
     codes, lcp, rec, offsets, logphi, phi, log_pi, u_z, miss_ptr, miss_j, u_y, y, z, nchunks
 ):
     """One Gibbs update of the classes and missing values given Θ (the DPMPM class step).
@@ -254,7 +252,7 @@ def class_step(  # pragma: no cover - numba
     cs = np.zeros((nchunks, L, K))
     size = (n + nchunks - 1) // nchunks
     for ch in prange(nchunks):
-        class_step_part(codes, lcp, rec, offsets, logphi, phi, pi, phi_t, log_pi, u_z, miss_ptr,
+        _class_step_part(codes, lcp, rec, offsets, logphi, phi, pi, phi_t, log_pi, u_z, miss_ptr,
                         miss_j, u_y, y, z, ch * size, min(n, (ch + 1) * size), ll, nks[ch],
                         cs[ch])
     return _class_step_finish(ll, nks, cs)
@@ -273,21 +271,21 @@ def _serial_twin(kernel, name: str):
 
 
 # The set-up and finish of the class step split by the caller into parts run on its own threads
-# (models.dpmpm.step), compiled with class_step's flags.
+# (models.dpmpm.step), compiled with _class_step's flags.
 @njit(cache=True, nogil=True, fastmath=_CLASS_FLAGS)
 def class_step_setup(phi, log_pi):  # pragma: no cover - numba
-    """``(π, φ by class)`` for :func:`class_step_part`."""
+    """``(π, φ by class)`` for :func:`_class_step_part`."""
     return _class_step_setup(phi, log_pi)
 
 
 @njit(cache=True, nogil=True, fastmath=_CLASS_FLAGS)
 def class_step_finish(ll, nks, cs):  # pragma: no cover - numba
-    """``(log-likelihood, n_k, c)`` of :func:`class_step` from the parts' outputs."""
+    """``(log-likelihood, n_k, c)`` of :func:`_class_step` from the parts' outputs."""
     return _class_step_finish(ll, nks, cs)
 
 
-#: :func:`class_step` without threads (a parallel region costs ≈ 1 ms)
-class_step_serial = _serial_twin(class_step, "class_step_serial")
+#: :func:`_class_step` without threads (a parallel region costs ≈ 1 ms)
+class_step_serial = _serial_twin(_class_step, "class_step_serial")
 
 
 @njit(cache=True)

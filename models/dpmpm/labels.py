@@ -21,8 +21,6 @@ from bayes_risk.models.dpmpm.kernels import normalise_levels
 from bayes_risk.models.dpmpm.splitmerge import split_merge
 
 __all__ = [
-    "collapsed_moves",
-    "collapsed_moves_and_variates",
     "relabel",
 ]
 
@@ -129,7 +127,7 @@ def relabel(z, c, nk, alpha, n_props, rng):  # pragma: no cover - numba
 
 
 @njit(cache=True, nogil=True)  # nogil: as kernels.class_step_serial
-def collapsed_moves(y, z, c, nk, d, offsets, alpha, a, n_moves, n_props, a_alpha, b_alpha,
+def _collapsed_moves(y, z, c, nk, d, offsets, alpha, a, n_moves, n_props, a_alpha, b_alpha,
                     log_alpha_max, rng):  # pragma: no cover - numba
     """``n_moves`` merge–split moves, ``n_props`` label swaps and one slice update of α
     (``log α <= log_alpha_max``) in one compiled call; returns ``(new_label, α)``."""
@@ -142,13 +140,13 @@ def collapsed_moves(y, z, c, nk, d, offsets, alpha, a, n_moves, n_props, a_alpha
 
 
 @njit(cache=True, nogil=True)
-def collapsed_moves_and_variates(y, z, c, nk, d, offsets, alpha, a, n_moves, n_props, a_alpha,
+def _collapsed_moves_and_variates(y, z, c, nk, d, offsets, alpha, a, n_moves, n_props, a_alpha,
                                  b_alpha, log_alpha_max, floor, handle):  # pragma: no cover
-    """:func:`collapsed_moves`, then the sticks' random numbers and φ, in one compiled call (same
+    """:func:`_collapsed_moves`, then the sticks' random numbers and φ, in one compiled call (same
     draws as the calls in turn); ``rng`` is a ``generator.generator_handle``. Returns
     ``(new_label, α, stick variates, φ)``."""
     rng = generator_of(handle)
-    new_label, alpha_new = collapsed_moves(y, z, c, nk, d, offsets, alpha, a, n_moves, n_props,
+    new_label, alpha_new = _collapsed_moves(y, z, c, nk, d, offsets, alpha, a, n_moves, n_props,
                                            a_alpha, b_alpha, log_alpha_max, rng)
     sticks = stick_variates(nk, alpha_new, rng)
     return new_label, alpha_new, sticks, normalise_levels(gamma_variates(a + c, rng), offsets,

@@ -23,7 +23,7 @@ from bayes_risk.models._bayesian.sticks import (
     stick_breaking_log_parts,
     sticks_and_weights_from_variates,
 )
-from bayes_risk.models.dpmpm.labels import collapsed_moves_and_variates
+from bayes_risk.models.dpmpm.labels import _collapsed_moves_and_variates
 from bayes_risk.models.dpmpm.zeros import Augmentation
 
 _PHI_FLOOR = 1e-300  # the DPMPM φ step: floor before logs
@@ -135,7 +135,7 @@ class DPMPMGibbs(ChainGenerator):
         self._y = None
         self._z = None
         self._sticks = None  # (log V, log(1 - V)) of the last sweep, for the label moves
-        self._counts = None  # (n_k, c[L, K]) of the current (z, y): class_step computes them
+        self._counts = None  # (n_k, c[L, K]) of the current (z, y): _class_step computes them
         self._aug = None
         self._warmup_left = 0  # warm-up sweeps still to run (setup_chain)
         self._bounded_left = 0  # warm-up sweeps still to run with α bounded (setup_chain)
@@ -211,7 +211,7 @@ class DPMPMGibbs(ChainGenerator):
             moves = self.split_merge_moves * (_SPLIT_MERGE_WARMUP if self._warmup_left > 0
                                               else 1)
             nk, c = label_switch(nk, log_v, log_1mv, self._z, c, handle, log_loop)
-            _, alpha, sticks, phi = collapsed_moves_and_variates(
+            _, alpha, sticks, phi = _collapsed_moves_and_variates(
                 self._y, self._z, c, nk, self.d, self.offsets, alpha, self.prior, moves,
                 2 * self.K, float(self.a_alpha), float(self.b_alpha), math.log(upper),
                 _PHI_FLOOR, handle)
@@ -298,7 +298,7 @@ class DPMPMGibbs(ChainGenerator):
             # a tempered replica makes none (their target is the untempered collapsed one)
             moves = 0 if tempered else self.split_merge_moves * (_SPLIT_MERGE_WARMUP if warm
                                                                   else 1)
-            new_label, alpha_new, stick_draws, phi = collapsed_moves_and_variates(
+            new_label, alpha_new, stick_draws, phi = _collapsed_moves_and_variates(
                 self._y, self._z, c, nk, self.d, self.offsets, alpha, self.prior, moves, 2 * K,
                 float(self.a_alpha), float(self.b_alpha), math.log(upper), _PHI_FLOOR,
                 self._generator())
@@ -391,7 +391,7 @@ class DPMPMGibbs(ChainGenerator):
         threads = self._threads
         work = self.codes.size * log_pi.shape[0]
         if threads > 1 and work >= _PARALLEL_MIN_WORK:
-            return kern.class_step(*args, log_pi, *rest, 4 * threads)
+            return kern._class_step(*args, log_pi, *rest, 4 * threads)
         if threads < 2 or work < _SPLIT_MIN_WORK:
             return kern.class_step_serial(*args, log_pi, *rest, 4 * threads)
         n, (L, K) = len(self.codes), phi.shape
@@ -400,7 +400,7 @@ class DPMPMGibbs(ChainGenerator):
         nks = np.zeros((2, K), dtype=np.int64)
         cs = np.zeros((2, L, K))
         mid = (n + 1) // 2
-        part = functools.partial(kern.class_step_part, *args, pi, phi_t, log_pi, *rest)
+        part = functools.partial(kern._class_step_part, *args, pi, phi_t, log_pi, *rest)
         other = _helper_thread().submit(part, mid, n, ll, nks[1], cs[1])
         part(0, mid, ll, nks[0], cs[0])
         other.result()

@@ -79,7 +79,7 @@ def _sticks(a, g_a, b, g_b, u_b, log_loop, logaddexp_loop):  # pragma: no cover 
 @njit(cache=True, nogil=True)
 def sticks_and_uniforms(sticks, phi, nk, rec, u_pos, handle, log_loop,
                         logaddexp_loop):  # pragma: no cover - numba
-    """The part of a sweep between the collapsed moves (``labels.collapsed_moves_and_variates``,
+    """The part of a sweep between the collapsed moves (``labels._collapsed_moves_and_variates``,
     which give ``sticks`` and ``φ``) and the class step: ``(log V, log(1 − V), log π)``,
     ``log φ``, the class step's uniforms ``(u_z, u_y)`` and the number of occupied classes
     the moves left (the sweep's ``k_occupied``)."""

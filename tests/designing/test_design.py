@@ -16,7 +16,7 @@ import bayes_risk as br
 import bayes_risk.measures as measures
 from bayes_risk.auditing.outcome import Measure, StepOutcome
 from bayes_risk.auditing.verdict_base import Verdict
-from bayes_risk.designing import DesignSpace
+from bayes_risk.designing import DesignSpace, SearchSpec
 from bayes_risk.designing.space import columns_to_cover, grown_columns
 
 CAT = ["Urban", "Marital", "Tenure"]
@@ -78,12 +78,14 @@ def ce():
     return br.make_ce_like(150, random_seed=5)
 
 
-def _toy_design(ce, **kw):
+def _toy_design(ce, *, max_candidates, cpu_budget=None, **kw):
+    search = SearchSpec(max_candidates=max_candidates, cpu_budget=cpu_budget,
+                        screen_records=None)
     space = DesignSpace(columns=[list(c) for c in SETS], knobs={"cart": {
         "min_leaf": [5], "smoothing": [False]}}, m=[1, 2, 3, 4, 5, 6], remedies=["none"])
     return br.design(ce, known=["Age", "Urban", "Marital", "Income"], categorical=CAT,
-                     space=space, settings=br.AuditSettings(skip=REAL_STEPS),
-                     screen_records=None, progressbar=False, **kw)
+                     space=space, settings=br.AuditSettings(skip=REAL_STEPS), search=search,
+                     progressbar=False, **kw)
 
 
 def test_best_of_a_toy_space_is_the_one_enumeration_finds(ce, toy_measure):
@@ -327,7 +329,8 @@ def real(tmp_path_factory, ce):
                         "min_leaf": [20], "smoothing": [False]}}, m=[2],
                         remedies=["none", "smooth"]),
                     thresholds=loose, settings=br.AuditSettings(sweep=[0.1]),
-                    screen_records=None, random_seed=3, out=out, progressbar=False)
+                    search=SearchSpec(screen_records=None), random_seed=3, out=out,
+                    progressbar=False)
     return res, out
 
 

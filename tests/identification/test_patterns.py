@@ -120,7 +120,7 @@ def test_counted_equals_pairs(problem):
 def test_partitions_keep_a_key_group_together(always_count):
     """Partitioned targets are ordered by their exact-matched values, then by their radius
     values (each partition then counts its own stretch of its own key groups' records,
-    :func:`._kernels.pattern_counts` leaving the others out), the order returned maps them
+    :func:`._kernels._pattern_counts` leaving the others out), the order returned maps them
     back, and each partition's counted output is the pair path's, bit for bit."""
     rng = np.random.default_rng(7)
     n = 60

@@ -104,7 +104,7 @@ def _problem(seed: int, n: int, d: list[int], K: int, miss: float, tiny: bool):
     return codes, offsets, phi, log_pi, rng
 
 
-def _compare(codes, offsets, phi, log_pi, rng, order, nchunks, kernel=kern.class_step):
+def _compare(codes, offsets, phi, log_pi, rng, order, nchunks, kernel=kern._class_step):
     n = len(codes)
     L, K = phi.shape
     logphi = np.log(phi)
@@ -145,13 +145,13 @@ def class_step_in_parts(codes, lcp, rec, offsets, logphi, phi, log_pi, u_z, miss
     cuts = np.unique(np.r_[0, np.sort(np.random.default_rng(nparts).integers(0, n + 1,
                                                                              nparts - 1)), n])
     for part in reversed(range(len(cuts) - 1)):
-        kern.class_step_part(codes, lcp, rec, offsets, logphi, phi, pi, phi_t, log_pi, u_z,
+        kern._class_step_part(codes, lcp, rec, offsets, logphi, phi, pi, phi_t, log_pi, u_z,
                              miss_ptr, miss_j, u_y, y, z, cuts[part], cuts[part + 1], ll,
                              nks[part], cs[part])
     return kern.class_step_finish(ll, nks, cs)
 
 
-KERNELS = {"class_step": kern.class_step, "class_step_serial": kern.class_step_serial,
+KERNELS = {"class_step": kern._class_step, "class_step_serial": kern.class_step_serial,
            "in parts": class_step_in_parts}
 
 

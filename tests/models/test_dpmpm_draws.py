@@ -1,13 +1,13 @@
 """The DPMPM sweep's random numbers drawn in compiled code are numpy's, bit for bit.
 
 After the first sweep, the sticks' and φ's random numbers are drawn in the compiled call of the
-collapsed moves (``labels.collapsed_moves_and_variates``) instead of by numpy calls in Python,
+collapsed moves (``labels._collapsed_moves_and_variates``) instead of by numpy calls in Python,
 and so are the label-switching move's and the class step's; the compiled calls receive the
 generator as a handle read once per chain (``models._bayesian.generator``): the same seed must
 give the same posterior draws. Checked piece by piece against the numpy calls
 the sweep made before, and end to end against draws stored by the sampler before the change
 (``dpmpm_draws/``, written by ``make_draws.py`` there), which also covers the order of the draws
-in the combined call. (Calling ``labels.collapsed_moves`` on its own here would compile it a
+in the combined call. (Calling ``labels._collapsed_moves`` on its own here would compile it a
 second time, ≈ 14 s of CPU on a fresh installation, for what the stored draws already show.)
 """
 
