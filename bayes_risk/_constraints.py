@@ -27,7 +27,7 @@ from typing import Any, Literal
 from bayes_risk.exceptions import ValidationError
 
 __all__ = ["Interval", "Options", "Flag", "InstanceOf", "SequenceOf", "COLUMN_NAMES", "Constraint",
-           "checked", "check_value", "check_params", "check_fields"]
+           "checked", "check_value", "check_vector", "check_params", "check_fields"]
 
 
 @dataclass(frozen=True)
@@ -156,9 +156,10 @@ class InstanceOf:
 
 @dataclass(frozen=True)
 class SequenceOf:
-    """A list, tuple or one-dimensional array (never a string) of ``min_len`` to ``max_len``
-    items (``None``: no upper bound), each meeting ``item``; ``unique``: no item twice.
-    ``what`` names the items, plural ("column names", "finite numbers >= 0").
+    """A sequence -- a list, tuple, range, or a one-dimensional array, index or series; never a
+    string nor a mapping -- of ``min_len`` to ``max_len`` items (``None``: no upper bound),
+    each meeting ``item``; ``unique``: no item twice. ``what`` names the items, plural
+    ("column names", "finite numbers >= 0").
 
     The checked value is the one given (a tuple stays a tuple).
 
@@ -183,10 +184,10 @@ class SequenceOf:
 
     def accepts(self, value: Any) -> bool:
         """Whether ``value`` is such a sequence."""
-        kind = type(value)
-        is_array = kind.__module__ == "numpy" and kind.__name__ == "ndarray"
-        if isinstance(value, (str, bytes)) or not (
-                isinstance(value, (list, tuple)) or (is_array and value.ndim == 1)):
+        # numpy and pandas are not imported here: an array is known by its one dimension
+        one_dimensional = getattr(value, "ndim", None) == 1 and hasattr(value, "__iter__")
+        if isinstance(value, (str, bytes, Mapping)) or not (
+                isinstance(value, Sequence) or one_dimensional):
             return False
         items = list(value)
         if not self.min_len <= len(items) <= (len(items) if self.max_len is None
@@ -280,6 +281,30 @@ def _shown(value: Any) -> str:
         return type(value).__name__
     text = repr(value)
     return text if len(text) <= 60 else f"{text[:57]}..."
+
+
+def check_vector(value: Any, constraint: SequenceOf, what: str, *,
+                 code: str | None = None) -> Any:
+    """``value`` -- a number alone, or a sequence or array of them -- as a float64 vector
+    checked by ``constraint`` (:func:`check_value`; the message shows the vector as a list).
+
+    Examples
+    --------
+    >>> check_vector(2, SequenceOf(Interval(float, 0), "finite numbers >= 0"), "u").tolist()
+    [2.0]
+    >>> check_vector([[1.0]], SequenceOf(Interval(float), "numbers"), "q")
+    Traceback (most recent call last):
+    ...
+    bayes_risk.exceptions.ValidationError: q must be a non-empty sequence of numbers. Got ndarray.
+    """
+    import numpy as np  # here: the command line's parsers import this module
+
+    try:
+        a = np.atleast_1d(np.asarray(value))
+    except ValueError:  # a ragged nesting: refused as it is
+        a = value
+    shown = a.tolist() if isinstance(a, np.ndarray) and a.ndim == 1 else a
+    return np.asarray(check_value(shown, constraint, what, code=code), dtype=np.float64)
 
 
 def check_params(values: Any, constraints: Mapping[str, Constraint], *,

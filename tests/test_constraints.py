@@ -79,9 +79,12 @@ def test_each_constraint_says_what_it_takes(constraint, text):
 
 def test_sequences_of_items_refuse_a_string_an_empty_one_bad_items_and_repeats():
     names = SequenceOf(InstanceOf(str, "a column name"), "column names")
-    for ok in (["Age"], ("Age", "Income"), np.array(["Age"])):
+    import pandas as pd
+
+    for ok in (["Age"], ("Age", "Income"), np.array(["Age"]), pd.Index(["Age"])):
         assert check_value(ok, names, "keys") is ok
-    for bad in ("Age", [], ["Age", 3], {"Age"}, np.array([["Age"]]), None):
+    assert SequenceOf(Interval(int, 0), "indices").accepts(range(3))
+    for bad in ("Age", [], ["Age", 3], {"Age"}, {"Age": 1}, np.array([["Age"]]), None):
         assert not names.accepts(bad), bad
     with pytest.raises(ValidationError) as err:
         check_value("Age", names, "keys")
