@@ -10,7 +10,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bayes_risk._constraints import InstanceOf, Interval, Options, check_params, check_value
+from bayes_risk._constraints import (
+    InstanceOf,
+    Interval,
+    Options,
+    SequenceOf,
+    check_params,
+    check_value,
+)
 from bayes_risk.exceptions import ValidationError
 
 __all__ = ["DesignSpace", "Remedy", "REMEDIES", "KNOBS", "register_remedy", "candidate_key",
@@ -298,9 +305,8 @@ class DesignSpace:
                                           code="INVALID_ARGUMENT")
         for method, ks in (self.knobs or {}).items():
             for k, vals in ks.items():
-                if not isinstance(vals, (list, tuple)) or not vals:
-                    raise ValidationError(f"knobs: {method}.{k} must be a non-empty list of "
-                                          f"values. Got {vals!r}.", code="INVALID_ARGUMENT")
+                check_value(vals, SequenceOf(InstanceOf(object, "a value"), "values"),
+                            f"knobs: {method}.{k}")
         for m in (self.m or ()):
             check_value(m, Interval(int, 1), "m")
         check_params(self, dict.fromkeys(("fix", "exclude"),
@@ -404,9 +410,7 @@ class DesignSpace:
         """A space from the JSON of a spec file: ``columns``, ``methods``, ``knobs``, ``m``,
         ``remedies``, ``fix``, ``exclude`` (each optional)."""
         allowed = {"columns", "methods", "knobs", "m", "remedies", "fix", "exclude"}
-        if not isinstance(spec, Mapping):
-            raise ValidationError("the design space spec must be a JSON object.",
-                                  code="INVALID_ARGUMENT")
+        check_value(spec, InstanceOf(Mapping, "a JSON object"), "the design space spec")
         bad = sorted(set(spec) - allowed)
         if bad:
             raise ValidationError(f"the design space spec has unknown field(s) {bad}; expected "
