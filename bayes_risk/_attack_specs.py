@@ -11,7 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from bayes_risk._constraints import Flag, Interval, checked
+from bayes_risk._constraints import (
+    COLUMN_NAMES,
+    Flag,
+    Interval,
+    SequenceOf,
+    check_value,
+    checked,
+)
 from bayes_risk._specs import cli_option
 
 __all__ = ["SINGLING_OUT_ARGUMENTS", "LINKABILITY_ARGUMENTS", "INFERENCE_ARGUMENTS",
@@ -34,6 +41,21 @@ SINGLING_OUT_ARGUMENTS: dict[str, dict[str, Any]] = {
         "anonymeter's)", type=int, metavar="N", group="singling out")
         | checked([Interval(int, 1), None]),
 }
+
+#: the columns of the linkability intruder's two tables (a table of one column may be named
+#: alone: :func:`two_tables` lists it)
+TWO_TABLES = SequenceOf(COLUMN_NAMES, "lists of columns, the intruder's two tables, e.g. "
+                        "(['Age', 'Urban'], ['Income'])", min_len=2, max_len=2)
+
+
+def two_tables(columns: Any, argument: str) -> tuple[list[str], list[str]]:
+    """``columns`` (:data:`TWO_TABLES`, a table's one column named alone) as two lists,
+    checked; ``argument`` names them in the error."""
+    parts = ([[p] if isinstance(p, str) else p for p in columns]
+             if isinstance(columns, (list, tuple)) else columns)
+    a, b = check_value(parts, TWO_TABLES, argument)
+    return list(a), list(b)
+
 
 #: linkability_risk's own arguments (the command reads --linkability's comma-separated lists)
 LINKABILITY_ARGUMENTS: dict[str, dict[str, Any]] = {
@@ -64,7 +86,7 @@ INFERENCE_ARGUMENTS: dict[str, dict[str, Any]] = {
     "tolerance": cli_option(
         "--tolerance", "largest relative difference |guess - value| / |guess| of a right "
         "numeric guess (default 0.05, anonymeter's)", type=float, metavar="T",
-        group="inference"),
+        group="inference") | checked(Interval(float, 0)),
 }
 
 #: the arguments every attack takes

@@ -1,6 +1,7 @@
 """The constraint table of the plain type and range checks (scikit-learn's
 ``utils._param_validation`` is the model): a field or argument states what it takes --
-:class:`Interval`, :class:`Options`, :class:`Flag`, :class:`InstanceOf`, ``None`` -- and one
+:class:`Interval`, :class:`Options`, :class:`Flag`, :class:`InstanceOf`, :class:`SequenceOf`,
+``None`` -- and one
 checker (:func:`check_value`) refuses anything else with the package's error, naming the
 argument, the value and what was expected.
 
@@ -25,8 +26,8 @@ from typing import Any, Literal
 
 from bayes_risk.exceptions import ValidationError
 
-__all__ = ["Interval", "Options", "Flag", "InstanceOf", "Constraint", "checked", "check_value",
-           "check_params", "check_fields"]
+__all__ = ["Interval", "Options", "Flag", "InstanceOf", "SequenceOf", "COLUMN_NAMES", "Constraint",
+           "checked", "check_value", "check_vector", "check_params", "check_fields"]
 
 
 @dataclass(frozen=True)
@@ -153,9 +154,68 @@ class InstanceOf:
         return self.what
 
 
+@dataclass(frozen=True)
+class SequenceOf:
+    """A sequence -- a list, tuple, range, or a one-dimensional array, index or series; never a
+    string nor a mapping -- of ``min_len`` to ``max_len`` items (``None``: no upper bound),
+    each meeting ``item``; ``unique``: no item twice. ``what`` names the items, plural
+    ("column names", "finite numbers >= 0").
+
+    The checked value is the one given (a tuple stays a tuple).
+
+    Examples
+    --------
+    >>> SequenceOf(InstanceOf(str, "a column name"), "column names").describe()
+    'a non-empty sequence of column names'
+    >>> SequenceOf(Interval(float, 0), "radii", min_len=0, unique=True).describe()
+    'a sequence of radii, each listed once'
+    >>> SequenceOf(Interval(float, 0, closed="neither"), "numbers > 0", min_len=2,
+    ...            max_len=2).describe()
+    'a sequence of 2 numbers > 0'
+    >>> SequenceOf(InstanceOf(str, "a name"), "names").accepts("Age")
+    False
+    """
+
+    item: Interval | Options | Flag | InstanceOf
+    what: str
+    min_len: int = 1
+    max_len: int | None = None
+    unique: bool = False
+
+    def accepts(self, value: Any) -> bool:
+        """Whether ``value`` is such a sequence."""
+        # numpy and pandas are not imported here: an array is known by its one dimension
+        one_dimensional = getattr(value, "ndim", None) == 1 and hasattr(value, "__iter__")
+        if isinstance(value, (str, bytes, Mapping)) or not (
+                isinstance(value, Sequence) or one_dimensional):
+            return False
+        items = list(value)
+        if not self.min_len <= len(items) <= (len(items) if self.max_len is None
+                                              else self.max_len):
+            return False
+        if not all(self.item.accepts(v) for v in items):
+            return False
+        try:
+            return not self.unique or len(set(items)) == len(items)
+        except TypeError:  # an unhashable item is no name nor number
+            return False
+
+    def describe(self) -> str:
+        """What the sequence holds, as the error says it."""
+        low, high = self.min_len, self.max_len
+        size = (f"a sequence of {low}" if low == high
+                else f"a sequence of {low} to {high}" if high is not None
+                else "a non-empty sequence of" if low == 1 else "a sequence of" if low == 0
+                else f"a sequence of {low} or more")
+        return f"{size} {self.what}" + (", each listed once" if self.unique else "")
+
+
+#: the constraint of an argument naming columns
+COLUMN_NAMES = SequenceOf(InstanceOf(str, "a column name"), "column names")
+
 #: one constraint, or a list of them of which the value must meet one; ``None`` in the list
 #: takes ``None`` (the error does not list it: a field left at ``None`` takes its default)
-Constraint = Interval | Options | Flag | InstanceOf | Sequence[Any]
+Constraint = Interval | Options | Flag | InstanceOf | SequenceOf | Sequence[Any]
 
 
 def _alternatives(constraint: Constraint) -> tuple[list[Any], bool]:
@@ -171,7 +231,7 @@ def check_value(value: Any, constraint: Constraint, what: str, *,
     ----------
     value : object
         The argument's value.
-    constraint : Interval, Options, Flag, InstanceOf or list of them and None
+    constraint : Interval, Options, Flag, InstanceOf, SequenceOf or list of them and None
         What the argument takes.
     what : str
         The argument's name in the message (``"EstimatorSpec.bootstrap"``).
@@ -211,13 +271,40 @@ def check_value(value: Any, constraint: Constraint, what: str, *,
 
 
 def _shown(value: Any) -> str:
-    """``value`` as the error shows it: a scalar's repr (cut at 60 characters), else the name
-    of its type -- a data frame given for a schema is not printed whole."""
-    if not (value is None or isinstance(value, (str, bytes, numbers.Number))
-            or _FLAG.accepts(value)):
+    """``value`` as the error shows it: a scalar's repr, or a list's or tuple's of scalars (cut
+    at 60 characters), else the name of its type -- a data frame given for a schema is not
+    printed whole."""
+    def scalar(v: Any) -> bool:
+        return v is None or isinstance(v, (str, bytes, numbers.Number)) or _FLAG.accepts(v)
+
+    if not (scalar(value) or (isinstance(value, (list, tuple)) and all(map(scalar, value)))):
         return type(value).__name__
     text = repr(value)
     return text if len(text) <= 60 else f"{text[:57]}..."
+
+
+def check_vector(value: Any, constraint: SequenceOf, what: str, *,
+                 code: str | None = None) -> Any:
+    """``value`` -- a number alone, or a sequence or array of them -- as a float64 vector
+    checked by ``constraint`` (:func:`check_value`; the message shows the vector as a list).
+
+    Examples
+    --------
+    >>> check_vector(2, SequenceOf(Interval(float, 0), "finite numbers >= 0"), "u").tolist()
+    [2.0]
+    >>> check_vector([[1.0]], SequenceOf(Interval(float), "numbers"), "q")
+    Traceback (most recent call last):
+    ...
+    bayes_risk.exceptions.ValidationError: q must be a non-empty sequence of numbers. Got ndarray.
+    """
+    import numpy as np  # here: the command line's parsers import this module
+
+    try:
+        a = np.atleast_1d(np.asarray(value))
+    except ValueError:  # a ragged nesting: refused as it is
+        a = value
+    shown = a.tolist() if isinstance(a, np.ndarray) and a.ndim == 1 else a
+    return np.asarray(check_value(shown, constraint, what, code=code), dtype=np.float64)
 
 
 def check_params(values: Any, constraints: Mapping[str, Constraint], *,

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import Interval, Options, check_params
+from bayes_risk._constraints import Interval, Options, check_params, check_value
 from bayes_risk._terminal import progress
 from bayes_risk.data.missing import missing_mask
 from bayes_risk.data.validate import require_distinct
@@ -71,12 +71,8 @@ def check_max_size(max_size: Any, candidates: Sequence[str], argument: str) -> i
     n_c = len(candidates)
     if max_size is None:
         return n_c
-    if isinstance(max_size, bool) or not isinstance(max_size, (int, np.integer)) or not (
-            1 <= max_size <= n_c):
-        raise ValidationError(
-            f"{arg_name('max_size')} must be an integer between 1 and the number of columns in "
-            f"{arg_name(argument)} ({n_c}). Got {max_size!r}.", code="INVALID_ARGUMENT")
-    return int(max_size)
+    # at most the number of columns in ``argument``
+    return check_value(max_size, Interval(int, 1, n_c), arg_name("max_size"))
 
 
 def planned(candidates: Any, *, kind: str, measure: str, bands: Any, max_size: Any,

@@ -245,18 +245,14 @@ def as_spec[S](value: Any, cls: type[S], name: str, field: str | None = None,
                allowed: Sequence[str] | None = None) -> S:
     """``name=`` as a ``cls``: ``None`` gives the defaults; where ``field`` is given, a string
     sets that field (checked against ``allowed`` here so that the error names ``name``)."""
+    from bayes_risk._constraints import InstanceOf, Options, check_value
+
     if value is None:
         return cls()
-    if field is not None and isinstance(value, str):
-        if allowed is not None and value not in allowed:
-            raise ValidationError(f"{name} must be one of {list(allowed)} or {_a(cls)}. "
-                                  f"Got {value!r}.")
-        return cls(**{field: value})
-    if not isinstance(value, cls):
-        strings = (f" or one of {list(allowed)}" if allowed
-                   else f" or its {field} (a string)" if field else "")
-        raise ValidationError(f"{name} must be {_a(cls)}{strings}. Got {type(value).__name__}.")
-    return value
+    strings = ([] if field is None else [Options(tuple(allowed))] if allowed is not None
+               else [InstanceOf(str, f"its {field} (a string)")])
+    value = check_value(value, [InstanceOf(cls, _a(cls)), *strings], name)
+    return cls(**{field: value}) if isinstance(value, str) else value
 
 
 def _a(cls: type) -> str:

@@ -11,15 +11,16 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from bayes_risk._constraints import (
+    COLUMN_NAMES,
     InstanceOf,
     Interval,
     Options,
+    SequenceOf,
     check_fields,
     check_value,
     checked,
 )
 from bayes_risk._specs import cli_option
-from bayes_risk.exceptions import ValidationError
 
 __all__ = ["PropensitySpec", "OverlapSpec", "PROPENSITY_METHODS", "COMBINING_RULES",
            "check_rules", "UTILITY_ARGUMENTS", "imputed_columns"]
@@ -85,14 +86,14 @@ RULES_HELP = (
     "recorded in the release's manifest, else inferred from the synthesized columns")
 
 
+#: ``imputed=`` of the utility measures and the audit: "auto" or the imputed columns
+IMPUTED = [Options(("auto",), listed=True),
+           SequenceOf(COLUMN_NAMES.item, "column names ([] for none)", min_len=0)]
+
+
 def check_rules(rules: Any, name: str = "rules") -> str:
     """``rules`` if it names a generation scheme's rules, else a ``ValidationError``."""
-    if not isinstance(rules, str) or rules not in COMBINING_RULES:
-        raise ValidationError(
-            f"{name} must be one of {', '.join(repr(r) for r in COMBINING_RULES)} (the "
-            f"generation scheme whose combining rules apply). Got {rules!r}.",
-            code="UNKNOWN_COMBINING_RULES")
-    return rules
+    return check_value(rules, Options(COMBINING_RULES), name, code="UNKNOWN_COMBINING_RULES")
 
 
 @dataclass(frozen=True)
@@ -133,7 +134,7 @@ class PropensitySpec:
         "...; a design with more coefficients than records is refused (DESIGN_TOO_LARGE)",
         type=int, metavar="N")
         | checked(Interval(int, 0)))
-    columns: Sequence[str] | None = None
+    columns: Sequence[str] | None = field(default=None, metadata=checked([COLUMN_NAMES, None]))
     cp: float = field(default=1e-3, metadata=checked(
         Interval(float, 0)))
     min_leaf: int = field(default=5, metadata=checked(
@@ -148,10 +149,6 @@ class PropensitySpec:
     def __post_init__(self) -> None:
         check_fields(self)
         if self.columns is not None:
-            if isinstance(self.columns, str):
-                raise ValidationError(
-                    "PropensitySpec.columns must be a sequence of column names, not a string. "
-                    f"Got {self.columns!r}.")
             object.__setattr__(self, "columns", tuple(self.columns))
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import Interval, check_value
 from bayes_risk.exceptions import ValidationError, arg_name
 from bayes_risk.executors import (
     DaskExecutor,
@@ -45,12 +46,8 @@ def check_n_workers(n_workers: Any) -> int:
         ``INVALID_ARGUMENT`` naming the argument (``--workers`` on the command line).
     """
     most = 4 * (os.cpu_count() or 1)
-    if isinstance(n_workers, bool) or not isinstance(n_workers, (int, np.integer)) \
-            or not 1 <= n_workers <= most:
-        raise ValidationError(f"{arg_name('n_workers')} must be an integer from 1 to {most} "
-                              f"(4 worker processes per CPU). Got {n_workers!r}.",
-                              code="INVALID_ARGUMENT")
-    return int(n_workers)
+    # 4 worker processes per CPU at most
+    return check_value(n_workers, Interval(int, 1, most), arg_name("n_workers"))
 
 
 @contextlib.contextmanager

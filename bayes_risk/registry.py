@@ -10,6 +10,7 @@ from dataclasses import replace
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
+from bayes_risk._constraints import Options, check_value
 from bayes_risk._specs import CliOption, argument_values, cli_arguments, cli_option
 from bayes_risk.exceptions import BayesRiskWarning, ValidationError
 
@@ -210,10 +211,9 @@ def get_synthesizer(name: str) -> type:
     name (``UNKNOWN_SYNTHESIZER``), one registered twice (``SYNTHESIZER_CLASH``) or one that
     cannot be imported (``SYNTHESIZER_BROKEN``)."""
     eps = synthesizer_entry_points()
-    if not isinstance(name, str) or name not in eps:
-        raise ValidationError(
-            f"synthesizer method must be one of {sorted(eps)} (the entry points of group "
-            f"{GROUP!r}). Got {name!r}.", code="UNKNOWN_SYNTHESIZER")
+    # the entry points of group GROUP
+    check_value(name, Options(tuple(sorted(eps))), "synthesizer method",
+                code="UNKNOWN_SYNTHESIZER")
     found = eps[name]
     if len(found) > 1:
         raise ValidationError(

@@ -12,7 +12,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import Interval, Options, check_params
+from bayes_risk._constraints import Interval, Options, SequenceOf, check_params, check_value
 from bayes_risk._rng import RandomSeed, child_sequence, seed_sequence
 from bayes_risk._terminal import progress
 from bayes_risk.exceptions import BayesRiskWarning, ValidationError, warning_code
@@ -164,10 +164,9 @@ def repeated_syntheses(
         One row per repetition: ``m``, ``repeat`` (0-based) and the columns of
         :func:`utility_risk_points` but ``scenario`` and ``dataset``.
     """
-    ms = [int(k) for k in m]
-    if not ms or any(k < 1 for k in ms) or len(set(ms)) != len(ms):
-        raise ValidationError(f"m must be distinct positive integers. Got {list(m)!r}.",
-                              code="BAD_OPTION_VALUE")
+    ms = [int(k) for k in check_value(list(m), SequenceOf(Interval(int, 1), "positive integers",
+                                                          unique=True), "m",
+                                      code="BAD_OPTION_VALUE")]
     n_repeats = check_params(
         dict(aggregation=aggregation, n_repeats=n_repeats),
         {"aggregation": Options(("per_dataset", "pooled"), listed=True),

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import COLUMN_NAMES, SequenceOf, check_value
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk._terminal import progress
 from bayes_risk.data.validate import check_m, require_distinct, require_frame
@@ -26,15 +27,11 @@ RISK_COLUMNS = ("expected_match_risk", "true_match_risk", "n_unique", "true_matc
 
 
 def _check_orders(orders: Any) -> list[tuple[str, ...]]:
-    if isinstance(orders, str) or not isinstance(orders, Sequence) or len(orders) == 0:
-        raise ValidationError(
-            "orders must be a non-empty list of visit orders (each a list of column names).")
+    check_value(orders, SequenceOf(COLUMN_NAMES, "visit orders (each a non-empty sequence of "
+                                   "column names)"), "orders")
     out = []
     for i, o in enumerate(orders):
-        if isinstance(o, str) or not isinstance(o, Sequence) or len(o) == 0:
-            raise ValidationError(
-                f"orders[{i}] must be a non-empty list of column names. Got {o!r}.")
-        t = tuple(str(c) for c in o)
+        t = tuple(o)
         require_distinct(t, f"orders[{i}]")
         out.append(t)
     first = set(out[0])

@@ -297,22 +297,12 @@ def synthesized_columns(synthesized: Any, schema: Schema) -> list[str] | None:
     """
     if synthesized is None:
         return None
-    if isinstance(synthesized, str):
-        synthesized = [synthesized]
-    try:
-        cols = list(synthesized)
-    except TypeError:
-        cols = None
-    if cols is None or not all(isinstance(c, str) for c in cols):
-        raise ValidationError(
-            f"synthesized must be a column name or a sequence of column names. Got {synthesized!r}."
-        )
-    if not cols:
-        raise ValidationError(
-            "synthesized is empty: name the columns to synthesize, or leave it out for the "
-            "model's default."
-        )
+    from bayes_risk._constraints import COLUMN_NAMES, check_value
     from bayes_risk.data.validate import require_distinct
+
+    # None: the model's default columns
+    cols = list(check_value([synthesized] if isinstance(synthesized, str) else synthesized,
+                            COLUMN_NAMES, "synthesized (a column name, or a sequence of them)"))
 
     require_distinct(cols, "synthesized")
     return schema.check_columns(cols, "synthesized")

@@ -25,10 +25,10 @@ import pandas as pd
 import pytest
 
 import bayes_risk
-from bayes_risk._constraints import Flag, InstanceOf, Interval, Options
+from bayes_risk._constraints import Flag, InstanceOf, Interval, Options, SequenceOf
 from bayes_risk.exceptions import ValidationError
 
-_KINDS = (Interval, Options, Flag, InstanceOf)
+_KINDS = (Interval, Options, Flag, InstanceOf, SequenceOf)
 
 
 def _modules() -> list[Any]:
@@ -96,6 +96,9 @@ def _outside(c: Any) -> list[Any]:
         return ["__not_an_option__", -987654321]
     if isinstance(c, Flag):
         return ["yes", 2]
+    if isinstance(c, SequenceOf):
+        # empty, then an item outside, then one name alone (a string is no sequence of names)
+        return [*([[]] if c.min_len else []), [invalid_value(c.item)] * max(c.min_len, 1), "ab"]
     return [object()]
 
 
@@ -275,6 +278,8 @@ def test_tables_are_found_and_each_has_an_entry():
     Interval(float, 0), Interval(float, None, 2, closed="left"), Options(("a", "b")), Flag(),
     InstanceOf(str, "a string"), [Options(("sqrt",)), Interval(int, 1), None],
     [Interval(float, 0, 1, closed="neither"), Options(("balanced", "sampling"))],
+    SequenceOf(InstanceOf(str, "a column name"), "column names"),
+    [SequenceOf(Interval(float, 0), "radii", min_len=0, unique=True), None],
 ])
 def test_the_derived_value_is_refused_by_every_alternative(constraint):
     value = invalid_value(constraint)

@@ -17,6 +17,7 @@ from bayes_risk._constraints import (
     InstanceOf,
     Interval,
     Options,
+    SequenceOf,
     check_fields,
     check_params,
     check_value,
@@ -76,6 +77,30 @@ def test_each_constraint_says_what_it_takes(constraint, text):
     assert constraint.describe() == text
 
 
+def test_sequences_of_items_refuse_a_string_an_empty_one_bad_items_and_repeats():
+    names = SequenceOf(InstanceOf(str, "a column name"), "column names")
+    import pandas as pd
+
+    for ok in (["Age"], ("Age", "Income"), np.array(["Age"]), pd.Index(["Age"])):
+        assert check_value(ok, names, "keys") is ok
+    assert SequenceOf(Interval(int, 0), "indices").accepts(range(3))
+    for bad in ("Age", [], ["Age", 3], {"Age"}, {"Age": 1}, np.array([["Age"]]), None):
+        assert not names.accepts(bad), bad
+    with pytest.raises(ValidationError) as err:
+        check_value("Age", names, "keys")
+    assert str(err.value) == "keys must be a non-empty sequence of column names. Got 'Age'."
+    radii = SequenceOf(Interval(float, 0), "finite numbers >= 0", min_len=0, unique=True)
+    assert radii.accepts([]) and radii.accepts(np.array([0.0, 2.5]))
+    for bad in ([1.0, 1.0], [-1.0], [math.nan], [True], [[1.0]]):
+        assert not radii.accepts(bad), bad
+    assert radii.describe() == "a sequence of finite numbers >= 0, each listed once"
+    assert SequenceOf(Flag(), "flags", min_len=2).describe() == "a sequence of 2 or more flags"
+    pair = SequenceOf(Interval(float), "numbers", min_len=2, max_len=2)
+    assert pair.accepts((0, 1.5)) and not pair.accepts([1.0]) and not pair.accepts([1, 2, 3])
+    assert SequenceOf(Flag(), "flags", min_len=0, max_len=3).describe() == \
+        "a sequence of 0 to 3 flags"
+
+
 def test_the_message_names_the_argument_the_value_and_every_alternative():
     c = [Options(("sqrt",), listed=True), Interval(int, 1), None]
     assert check_value(None, c, "max_features") is None
@@ -98,6 +123,10 @@ def test_the_message_shows_a_scalar_and_names_anything_else_by_its_type():
     with pytest.raises(ValidationError) as err:
         check_value(pd.DataFrame({"a": range(100)}), [SCHEMA, None], "schema")
     assert str(err.value) == "schema must be a bayes_risk Schema. Got DataFrame."
+    with pytest.raises(ValidationError, match=r"Got \['a', 1\]\.$"):
+        check_value(["a", 1], SequenceOf(InstanceOf(str, "a name"), "names"), "names")
+    with pytest.raises(ValidationError, match=r"Got list\.$"):
+        check_value([["a"]], SequenceOf(InstanceOf(str, "a name"), "names"), "names")
     with pytest.raises(ValidationError, match=r"Got 'x{56}\.\.\.\.$"):
         check_value("x" * 100, Interval(int, 1), "n")
     with pytest.raises(ValidationError, match=r"Got np\.float64\(2\.5\)\.$|Got 2\.5\.$"):

@@ -134,7 +134,8 @@ def test_repeated_syntheses_pooled_is_the_release_pooled_over_its_datasets():
 
 
 @pytest.mark.parametrize("kw, match", [
-    (dict(m=(1, 1)), "distinct"), (dict(m=(0,)), "positive"), (dict(n_repeats=0), "n_repeats"),
+    (dict(m=(1, 1)), "each listed once"), (dict(m=(0,)), "positive"),
+    (dict(n_repeats=0), "n_repeats"),
 ])
 def test_repeated_syntheses_refuses_bad_options(kw, match):
     orig = _table(30)

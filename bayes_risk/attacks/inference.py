@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -10,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._attack_specs import INFERENCE_ARGUMENTS
-from bayes_risk._constraints import Interval, check_value
+from bayes_risk._constraints import COLUMN_NAMES, Interval, SequenceOf, check_params, check_value
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk._specs import argument_checks
 from bayes_risk.attacks._inputs import attack_inputs, code_table, result_fields
@@ -45,10 +44,8 @@ def correct_guesses(guess: np.ndarray, value: np.ndarray, *, regression: bool,
 
 
 def _check_secrets(secret: Any, names: Sequence[str]) -> list[str]:
-    secrets = [secret] if isinstance(secret, str) else list(secret)
-    if not secrets or not all(isinstance(s, str) for s in secrets):
-        raise ValidationError(
-            f"secret must be a column name or a list of them, e.g. 'Income'. Got {secret!r}.")
+    secrets = list(check_value([secret] if isinstance(secret, str) else secret, COLUMN_NAMES,
+                               "secret (a column name, or a list of them)"))
     require_distinct(secrets, "secret")
     missing = [s for s in secrets if s not in names]
     if missing:
@@ -63,11 +60,10 @@ def _check_aux(aux_columns: Any, secrets: list[str], names: Sequence[str]
     """The intruder's columns for each secret (default: every other column)."""
     if aux_columns is None:
         return {s: [c for c in names if c != s] for s in secrets}
-    aux = [aux_columns] if isinstance(aux_columns, str) else list(aux_columns)
-    if not aux or len(set(aux)) < len(aux):
-        raise ValidationError(
-            "aux_columns must be a non-empty list of columns, each listed once, the intruder's "
-            f"knowledge of a target, e.g. ['Age', 'Urban']. Got {aux_columns!r}.")
+    # the intruder's knowledge of a target
+    aux = list(check_value([aux_columns] if isinstance(aux_columns, str) else aux_columns,
+                           SequenceOf(COLUMN_NAMES.item, "column names", unique=True),
+                           "aux_columns"))
     both = [s for s in secrets if s in aux]
     if both:
         raise ValidationError(
@@ -154,9 +150,9 @@ def inference_risk(
     >>> res.headline()[["dataset", "secret", "risk", "ci_low", "ci_high"]]  # doctest: +SKIP
     """
     level = check_confidence_level(confidence_level)
-    tol = _tolerance(tolerance)
-    regression = check_value(regression, argument_checks(INFERENCE_ARGUMENTS)["regression"],
-                             "regression")
+    given = check_params(dict(regression=regression, tolerance=tolerance),
+                         argument_checks(INFERENCE_ARGUMENTS))
+    regression, tol = given["regression"], given["tolerance"]
     require_frame(original, "original")
     # the columns a default intruder knows: the schema's (a weights column is not a value)
     names = list(original.columns) if schema is None else list(schema.names)
@@ -256,19 +252,6 @@ def _secret_row(l: int, s: str, regression: bool, sizes: tuple[int, int | None, 
         "share_tied_main": float(tied["original"].mean()),
         "share_tied_control": (float(tied["holdout"].mean()) if "holdout" in tied
                                else np.nan)}, r_base
-
-
-def _tolerance(tolerance: Any) -> float:
-    """``tolerance`` as a float >= 0 (the largest relative difference of a right guess)."""
-    try:
-        tol = float(tolerance)
-    except (TypeError, ValueError):
-        tol = math.nan
-    if isinstance(tolerance, bool) or not (math.isfinite(tol) and tol >= 0):
-        raise ValidationError(
-            f"tolerance must be a non-negative number, the largest relative difference of a "
-            f"right guess, e.g. 0.05. Got {tolerance!r}.")
-    return tol
 
 
 def _regression(secret: str, categorical: bool, regression: bool | None) -> bool:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk._attack_specs import LINKABILITY_ARGUMENTS
+from bayes_risk._attack_specs import LINKABILITY_ARGUMENTS, two_tables
 from bayes_risk._constraints import Interval, check_params, check_value
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk._specs import argument_checks
@@ -98,17 +98,7 @@ def _first_link(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _check_aux(aux_columns: Any) -> tuple[list[str], list[str]]:
-    try:
-        a, b = aux_columns
-        a = [a] if isinstance(a, str) else list(a)
-        b = [b] if isinstance(b, str) else list(b)
-    except (TypeError, ValueError):
-        raise ValidationError(
-            "aux_columns must be two lists of columns, the intruder's two tables, e.g. "
-            f"(['Age', 'Urban'], ['Income', 'Educ']). Got {aux_columns!r}.") from None
-    if not a or not b:
-        raise ValidationError(
-            f"aux_columns must be two non-empty lists of columns. Got {aux_columns!r}.")
+    a, b = two_tables(aux_columns, "aux_columns")
     for part in (a, b):
         require_distinct(part, "aux_columns")
     return a, b

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._attack_specs import ATTACK_ARGUMENTS, SINGLING_OUT_ARGUMENTS
-from bayes_risk._constraints import check_params
+from bayes_risk._constraints import Options, SequenceOf, check_params, check_value
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk._specs import argument_checks
 from bayes_risk.attacks import predicates as pr
@@ -167,10 +167,8 @@ def size_correction(C: np.ndarray, preds: pr.Predicates, n_target: int,
 
 
 def _check_modes(mode: Any) -> list[str]:
-    modes = [mode] if isinstance(mode, str) else list(mode)
-    bad = [m for m in modes if m not in MODES]
-    if not modes or bad:
-        raise ValidationError(f"mode must be 'univariate', 'multivariate' or both. Got {mode!r}.")
+    modes = check_value([mode] if isinstance(mode, str) else mode,
+                        SequenceOf(Options(MODES, listed=True), "modes (one or both)"), "mode")
     return [m for m in MODES if m in modes]
 
 

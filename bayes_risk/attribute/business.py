@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import COLUMN_NAMES, check_value
 from bayes_risk.attribute.specs import DEFAULT_DELTA
 from bayes_risk.exceptions import NotSupportedError, SchemaError, ValidationError, arg_name
 
@@ -45,10 +46,7 @@ def _numeric(original: pd.DataFrame, datasets: list[pd.DataFrame], source: Any,
     """``columns`` checked: in the original and every dataset, numeric in both."""
     if isinstance(columns, str):
         columns = [columns]
-    cols = list(columns)
-    if not cols or not all(isinstance(c, str) for c in cols):
-        raise ValidationError(f"{arg_name(argument)} must name at least one column. Got "
-                              f"{columns!r}.", code="INVALID_ARGUMENT")
+    cols = list(check_value(columns, COLUMN_NAMES, arg_name(argument)))
     schema = getattr(source, "schema", None)
     for c in cols:
         where = [f"dataset {l}" for l, z in enumerate(datasets, 1) if c not in z.columns]

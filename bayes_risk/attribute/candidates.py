@@ -15,7 +15,15 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import Flag, Interval, Options, check_fields, checked
+from bayes_risk._constraints import (
+    COLUMN_NAMES,
+    Flag,
+    Interval,
+    Options,
+    SequenceOf,
+    check_fields,
+    checked,
+)
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import ValidationError, arg_name, has_option
 
@@ -109,16 +117,15 @@ class SpatialGridSpec:
         Keep only points within distance ``w`` of the truth.
     """
 
-    columns: tuple[str, str]
+    columns: tuple[str, str] = field(metadata=checked(
+        SequenceOf(COLUMN_NAMES.item, "column names", min_len=2, max_len=2)))
     spacing: float = field(metadata=checked(Interval(float, 0, closed="neither")))
     half_width: float = field(metadata=checked(Interval(float, 0)))
     disk: bool = field(default=False, metadata=checked(Flag()))
 
     def __post_init__(self) -> None:
-        if len(self.columns) != 2:
-            raise ValidationError(f"spatial grid needs exactly two columns. Got {self.columns!r}.")
-        object.__setattr__(self, "columns", tuple(self.columns))
         check_fields(self)
+        object.__setattr__(self, "columns", tuple(self.columns))
 
 
 @dataclass(frozen=True)

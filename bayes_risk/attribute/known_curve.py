@@ -10,10 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import Options, check_value
+from bayes_risk._constraints import Interval, Options, SequenceOf, check_value, check_vector
 from bayes_risk._terminal import progress
 from bayes_risk.attribute.specs import ScenarioSpec
 from bayes_risk.exceptions import ValidationError, interruptible
@@ -77,13 +76,8 @@ def known_fraction_curve(
     if unknown:
         raise ValidationError(f"unknown argument(s) for known_fraction_curve: {unknown}.",
                               code="INVALID_ARGUMENT")
-    try:
-        fr = sorted({float(f) for f in fractions})
-    except (TypeError, ValueError):
-        raise ValidationError(
-            f"fractions must be numbers in [0, 1]. Got {fractions!r}.") from None
-    if not fr or fr[0] < 0 or fr[-1] > 1 or not np.all(np.isfinite(fr)):
-        raise ValidationError(f"fractions must be one or more numbers in [0, 1]. Got {fr}.")
+    fr = sorted(set(check_vector(fractions, SequenceOf(Interval(float, 0, 1), "numbers in [0, 1]"),
+                                 "fractions").tolist()))
     seed_all = one_seed(random_seed)
     options = dict(kwargs)
     options["estimator"] = with_shared_refits(

@@ -8,7 +8,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from bayes_risk._constraints import Flag, Interval, Options, check_fields, checked
+from bayes_risk._constraints import (
+    COLUMN_NAMES,
+    Flag,
+    Interval,
+    Options,
+    check_fields,
+    check_value,
+    checked,
+)
 from bayes_risk._specs import cli_option
 from bayes_risk.exceptions import NotSupportedError, ValidationError, arg_name
 
@@ -258,17 +266,9 @@ class ScenarioSpec:
             )
         if ks is True:
             return
-        names = (ks,) if isinstance(ks, str) else ks
-        try:
-            names = tuple(names)
-        except TypeError:
-            names = ()
-        if not names or not all(isinstance(c, str) for c in names):
-            raise ValidationError(
-                "ScenarioSpec.known_sums must be True (every numeric synthesized column) or "
-                f"a non-empty sequence of column names. Got {ks!r}.",
-                code="INVALID_ARGUMENT",
-            )
+        names = tuple(check_value(
+            (ks,) if isinstance(ks, str) else ks, COLUMN_NAMES,
+            "ScenarioSpec.known_sums (True: every numeric synthesized column)"))
         from bayes_risk.data.validate import require_distinct
 
         require_distinct(names, "ScenarioSpec.known_sums")

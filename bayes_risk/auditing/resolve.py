@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import InstanceOf, check_value
+from bayes_risk._constraints import COLUMN_NAMES, InstanceOf, check_value
 from bayes_risk.auditing.plan import (
     CONVENTION_RADIUS,
     AuditPlan,
@@ -129,11 +129,10 @@ def _check_utility_options(sch: Any, combining_rules: str, imputed: Any) -> None
         from bayes_risk.utility.combining import check_rules
 
         check_rules(combining_rules, "combining_rules")
-    if isinstance(imputed, str) and imputed == "auto":
+    from bayes_risk._utility_specs import IMPUTED
+
+    if isinstance(check_value(imputed, IMPUTED, "imputed"), str):  # "auto"
         return
-    if isinstance(imputed, str):
-        raise ValidationError(
-            f"imputed must be 'auto' or a list of column names ([] for none). Got {imputed!r}.")
     sch.check_columns(list(imputed), "imputed")
 
 
@@ -259,8 +258,7 @@ def make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
 
     est = s.attribute_estimator
     _check_utility_options(sch, s.combining_rules, s.imputed)
-    if isinstance(known, str) or not known:
-        raise ValidationError("known: give the columns the intruder knows (at least one).")
+    check_value(known, COLUMN_NAMES, "known (the columns the intruder knows)")
     known = require_distinct(sch.check_columns(list(known), "known"), "known")
     if s.known_sweep:
         _check_known_sweep(known)
@@ -398,21 +396,11 @@ def _plan_linkability(columns: Any, known: list[str], sch: Any
     if columns is None:
         rest = [c for c in sch.names if c not in known]
         return ((list(known), rest) if rest else None), "default"
-    try:
-        a, b = columns
-    except (TypeError, ValueError):
-        raise ValidationError(
-            "linkability_columns must be two lists of columns, the intruder's two tables "
-            f"(--linkability COLS_A COLS_B). Got {columns!r}.") from None
-    parts = []
-    for part in (a, b):
-        part = require_distinct([part] if isinstance(part, str) else part,
-                                "linkability_columns")
-        if not part:
-            raise ValidationError(
-                "linkability_columns: each table needs columns "
-                f"(--linkability COLS_A COLS_B). Got {columns!r}.")
-        parts.append(sch.check_columns(part, "linkability_columns"))
+    from bayes_risk._attack_specs import two_tables
+
+    parts = [sch.check_columns(require_distinct(part, "linkability_columns"),
+                               "linkability_columns")
+             for part in two_tables(columns, "linkability_columns")]
     return (parts[0], parts[1]), "given"
 
 

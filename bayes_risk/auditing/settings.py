@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bayes_risk._constraints import Interval, check_fields, checked
-from bayes_risk._specs import as_spec, cli_option, cli_spec, is_number
+from bayes_risk._constraints import Interval, SequenceOf, check_fields, checked
+from bayes_risk._specs import as_spec, cli_option, cli_spec
 from bayes_risk._utility_specs import (
     COMBINING_RULES,
     PROPENSITY_METHODS,
@@ -171,11 +171,14 @@ class AuditSettings:
         "widened to 1: 0.01,0.025,0.05,0.1,0.2,0.3,0.5,1), or 'none' (the verdict then reads "
         "--radius, not the worst case); every numeric known column is searched, synthesized or "
         "not, with 0 (exact matching) added to every grid", metavar="R1,R2,...",
-        parse=lambda text: _numbers(text, none=True), group=SETTINGS_GROUP))
+        parse=lambda text: _numbers(text, none=True), group=SETTINGS_GROUP)
+        | checked([SequenceOf(Interval(float, 0), "radii (finite numbers >= 0)", min_len=0),
+                   None]))
     radius_refine: int = field(default=REFINE_POINTS, metadata=cli_option(
         "--radius-refine", "points the radius search evaluates at most between the grid's "
         "radii to find and bound the worst case over every radius (default 200; 0: the grid's "
-        "points only, bounded between them)", metavar="N", type=int, group=SETTINGS_GROUP))
+        "points only, bounded between them)", metavar="N", type=int, group=SETTINGS_GROUP)
+        | checked(Interval(int, 0)))
     known_sweep: bool = field(default=False, metadata=cli_option(
         "--known-sweep", "add to the identification step the risk for every subset of the "
         "known columns, the Pareto frontier and the drivers of the risk (Shapley values, "
@@ -186,7 +189,8 @@ class AuditSettings:
         "--known-fractions", "add to the attribute step the risk when the intruder knows only "
         "these shares in [0, 1] of the other records (1: the worst case; class P models; the "
         "refits made once); off by default (one run per share)", metavar="F", nargs="+",
-        type=float, group=SETTINGS_GROUP))
+        type=float, group=SETTINGS_GROUP)
+        | checked([SequenceOf(Interval(float, 0, 1), "shares in [0, 1]"), None]))
     targets: Sequence[str] | None = field(default=None, metadata=cli_option(
         "--target", "targets of the empirical measures (default: the synthesized columns the "
         "intruder does not know)", metavar="COL", nargs="+", group=SETTINGS_GROUP))
@@ -260,14 +264,8 @@ class AuditSettings:
             ("kind", "refit_draws", "refit_cache"), "attribute_estimator"))
         if self.sweep is not None:
             set_(self, "sweep", _radii(self.sweep))
-        if not (is_number(self.radius_refine) and float(self.radius_refine).is_integer()
-                and self.radius_refine >= 0) or isinstance(self.radius_refine, bool):
-            raise ValidationError(
-                "radius_refine must be a whole number of points >= 0 (0: the grid's points "
-                f"only). Got {self.radius_refine!r}.", code="INVALID_ARGUMENT")
-        set_(self, "radius_refine", int(self.radius_refine))
         if self.known_fractions is not None:
-            set_(self, "known_fractions", _shares(self.known_fractions))
+            set_(self, "known_fractions", tuple(sorted({float(v) for v in self.known_fractions})))
 
     def replace(self, **changes: Any) -> AuditSettings:
         """A copy with ``changes`` applied (validated again), of the class of ``self``."""
@@ -291,32 +289,8 @@ def _numbers(text: str, *, none: bool = False, one: bool = False) -> Any:
     return numbers
 
 
-def _shares(values: Any) -> tuple[float, ...]:
-    import numpy as np
-
-    try:
-        out = tuple(sorted({float(v) for v in values if not isinstance(v, (bool, np.bool_))}))
-    except (TypeError, ValueError):
-        out = ()
-    if not out or len(out) != len(set(values)) or out[0] < 0 or out[-1] > 1:
-        raise ValidationError(
-            "known_fractions must be shares in [0, 1] (or None for no curve). "
-            f"Got {values!r}.", code="INVALID_ARGUMENT")
-    return out
-
-
 def _radii(sweep: Any) -> tuple[float, ...]:
-    import numpy as np
-
-    ok = isinstance(sweep, Iterable) and not isinstance(sweep, (str, bytes))
-    grid = list(sweep) if ok else []
-    if not ok or not all(
-            isinstance(r, (int, float, np.integer, np.floating))
-            and not isinstance(r, (bool, np.bool_)) and np.isfinite(r) and r >= 0 for r in grid):
-        raise ValidationError(
-            "sweep must be radii, finite numbers >= 0 (or None to skip the radius search). "
-            f"Got {sweep!r}.")
-    grid = [float(r) for r in grid]
+    grid = [float(r) for r in sweep]  # checked by the field's constraint
     if not any(r > 0 for r in grid):  # e.g. an empty shell variable: exact matching alone
         raise ValidationError(
             f"sweep holds no radius above 0 (got {sweep!r}): the radius search would be exact "

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import InstanceOf, check_value
 from bayes_risk.exceptions import SchemaError, ValidationError
 
 __all__ = [
@@ -34,9 +35,8 @@ def check_missing_codes(missing_codes: Any, columns: Sequence[str]) -> dict[str,
     """
     if missing_codes is None:
         return {}
-    if not isinstance(missing_codes, Mapping):
-        raise ValidationError("missing_codes must be a mapping {column: [codes]}, e.g. {'nociga': "
-                              f"[-8]}}. Got {type(missing_codes).__name__}.")
+    check_value(missing_codes, InstanceOf(Mapping, "a mapping {column: [codes]}, e.g. "
+                                          "{'nociga': [-8]}"), "missing_codes")
     out: dict[str, tuple[float, ...]] = {}
     for c, codes in missing_codes.items():
         if c not in columns:

@@ -357,6 +357,8 @@ class Schema:
 #: the constraint of a ``schema=`` argument (``check_value(schema, [SCHEMA, None], "schema")``
 #: where ``None`` infers one)
 SCHEMA = InstanceOf(Schema, "a bayes_risk Schema")
+#: the constraint of a table argument
+FRAME = InstanceOf(pd.DataFrame, "a pandas DataFrame")
 
 
 def _infer_type(s: pd.Series) -> str:
@@ -518,9 +520,7 @@ def infer_schema(df: pd.DataFrame, *, categorical: Iterable[str] | None = None,
     ValidationError
         If ``df`` has a column ``MultiIndex`` or two columns of the same name.
     """
-    if not isinstance(df, pd.DataFrame):
-        raise ValidationError(f"infer_schema expects a pandas DataFrame. Got {type(df).__name__}.",
-                              code="INVALID_ARGUMENT")
+    check_value(df, FRAME, "df")
     check_column_labels(df, "the table")
     names = [str(c) for c in df.columns]
     from bayes_risk.data.missing import check_missing_codes, code_mask

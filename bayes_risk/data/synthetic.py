@@ -13,7 +13,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import Flag, Options, check_fields, check_value, checked
+from bayes_risk._constraints import (
+    COLUMN_NAMES,
+    Flag,
+    Options,
+    SequenceOf,
+    check_fields,
+    check_value,
+    checked,
+)
 from bayes_risk._io import atomic_dir, read_json, to_jsonable, write_json
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import check_m, require_frame
@@ -218,7 +226,8 @@ class SyntheticData:
     generation: str | None = field(default=None, metadata=checked(
         [Options(GENERATION_SCHEMES), None], code="UNKNOWN_GENERATION"))
     proper: bool | None = field(default=None, metadata=checked([Flag(), None]))
-    imputed_columns: list[str] | None = None
+    imputed_columns: list[str] | None = field(default=None, metadata=checked(
+        [SequenceOf(COLUMN_NAMES.item, "column names", min_len=0), None]))
     model_id: str | None = None
     #: ``"error"``: a different original is refused; ``"warn"``: it is used, with a warning
     original_check: str = field(default="error", compare=False, repr=False)
@@ -244,10 +253,6 @@ class SyntheticData:
         check_fields(self, prefix="")
         if self.imputed_columns is not None:
             cols = [str(c) for c in self.datasets[0].columns]
-            if isinstance(self.imputed_columns, str) or not all(
-                    isinstance(c, str) for c in self.imputed_columns):
-                raise ValidationError("imputed_columns must be a list of column names or None. "
-                                      f"Got {self.imputed_columns!r}.")
             unknown = [c for c in self.imputed_columns if c not in cols]
             if unknown:
                 raise SchemaError(f"imputed_columns names {unknown}, not columns of the datasets "

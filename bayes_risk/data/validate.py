@@ -17,6 +17,7 @@ from bayes_risk.data.alignment import unchanged_column_error, warn_release_holds
 from bayes_risk.data.levels import level_codes, normalise_level
 from bayes_risk.data.schema import (
     CATEGORICAL_TYPES,
+    FRAME,
     Schema,
     _level_to_json,
     _sort_levels,
@@ -42,9 +43,7 @@ __all__ = [
 def require_frame(df: Any, name: str) -> pd.DataFrame:
     """``df`` itself when it is a pandas DataFrame; else a ``ValidationError`` naming the
     argument ``name`` and what was given (the one place this is checked)."""
-    if not isinstance(df, pd.DataFrame):
-        raise ValidationError(f"{name} must be a pandas DataFrame. Got {type(df).__name__}.")
-    return df
+    return check_value(df, FRAME, name)
 
 
 def require_distinct(values: Iterable[Any], name: str, *, what: str = "column",

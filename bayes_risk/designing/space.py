@@ -14,6 +14,7 @@ from bayes_risk._constraints import (
     InstanceOf,
     Interval,
     Options,
+    SequenceOf,
     check_fields,
     check_params,
     check_value,
@@ -306,9 +307,8 @@ class DesignSpace:
                                           code="INVALID_ARGUMENT")
         for method, ks in (self.knobs or {}).items():
             for k, vals in ks.items():
-                if not isinstance(vals, (list, tuple)) or not vals:
-                    raise ValidationError(f"knobs: {method}.{k} must be a non-empty list of "
-                                          f"values. Got {vals!r}.", code="INVALID_ARGUMENT")
+                check_value(vals, SequenceOf(InstanceOf(object, "a value"), "values"),
+                            f"knobs: {method}.{k}")
         for m in (self.m or ()):
             check_value(m, Interval(int, 1), "m")
         check_params(self, dict.fromkeys(("fix", "exclude"),
@@ -412,9 +412,7 @@ class DesignSpace:
         """A space from the JSON of a spec file: ``columns``, ``methods``, ``knobs``, ``m``,
         ``remedies``, ``fix``, ``exclude`` (each optional)."""
         allowed = {"columns", "methods", "knobs", "m", "remedies", "fix", "exclude"}
-        if not isinstance(spec, Mapping):
-            raise ValidationError("the design space spec must be a JSON object.",
-                                  code="INVALID_ARGUMENT")
+        check_value(spec, InstanceOf(Mapping, "a JSON object"), "the design space spec")
         bad = sorted(set(spec) - allowed)
         if bad:
             raise ValidationError(f"the design space spec has unknown field(s) {bad}; expected "

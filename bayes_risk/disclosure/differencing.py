@@ -11,21 +11,22 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import SequenceOf, check_value
 from bayes_risk.data.alignment import comparable_values
 from bayes_risk.data.provenance import check_distinct_datasets
+from bayes_risk.data.schema import FRAME
 from bayes_risk.data.validate import record_mask
-from bayes_risk.exceptions import SchemaError, ValidationError
+from bayes_risk.exceptions import SchemaError
 from bayes_risk.results.differencing import DifferencingResult
 
 __all__ = ["differencing_check"]
 
 
 def _datasets(synthetic: Any) -> list[pd.DataFrame]:
-    sets = list(getattr(synthetic, "datasets", synthetic))
-    if not sets or not all(isinstance(z, pd.DataFrame) for z in sets):
-        raise ValidationError(
-            "synthetic must be a SyntheticData or a non-empty sequence of DataFrames "
-            f"(the implicates). Got {type(synthetic).__name__}.", code="NOT_A_RELEASE")
+    sets = list(check_value(
+        getattr(synthetic, "datasets", synthetic),
+        SequenceOf(FRAME, "DataFrames (the implicates; or a SyntheticData)"), "synthetic",
+        code="NOT_A_RELEASE"))
     n = len(sets[0])
     bad = [j + 1 for j, z in enumerate(sets) if len(z) != n]
     if bad:

@@ -13,7 +13,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import InstanceOf, Interval, Options, check_value
+from bayes_risk._constraints import COLUMN_NAMES, InstanceOf, Interval, Options, check_value
 from bayes_risk._specs import as_spec, is_integer
 from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.normalise import as_synthetic_list
@@ -57,9 +57,7 @@ _COMPAT = (None, "synthpop")
 def _check_names(keys: Any, target: Any) -> tuple[list[str], str]:
     if isinstance(keys, str):
         keys = [keys]
-    if not isinstance(keys, (list, tuple)) or not keys:
-        raise ValidationError(f"keys must be a non-empty list of column names. Got {keys!r}.")
-    keys = [str(k) for k in keys]
+    keys = list(check_value(keys, COLUMN_NAMES, "keys"))
     dup = sorted({k for k in keys if keys.count(k) > 1})
     if dup:
         raise ValidationError(f"keys contain duplicated column(s) {dup}.")

@@ -14,7 +14,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import Interval, check_params, check_value
+from bayes_risk._constraints import COLUMN_NAMES, Interval, SequenceOf, check_params, check_value
 from bayes_risk._specs import argument_checks
 from bayes_risk.data.schema import did_you_mean
 from bayes_risk.data.validate import require_frame
@@ -49,20 +49,11 @@ DIS_INTERVALS = ("== 0", "(0.0, 0.1]", "(0.1, 0.2]", "(0.2, 0.3]", "(0.3, 0.4]",
 
 
 def _names(value: Any, argument: str, *, required: bool) -> list[str]:
-    if value is None:
-        if required:
-            raise ValidationError(f"{argument} must name at least one column. Got None.")
+    if value is None and not required:
         return []
-    if isinstance(value, str):
-        value = [value]
-    try:
-        names = [str(v) for v in value]
-    except TypeError as err:
-        raise ValidationError(
-            f"{argument} must be a column name or a list of column names. Got {value!r}."
-        ) from err
-    if required and not names:
-        raise ValidationError(f"{argument} must name at least one column. Got an empty list.")
+    names = list(check_value([value] if isinstance(value, str) else value,
+                             SequenceOf(COLUMN_NAMES.item, "column names", min_len=int(required)),
+                             argument))
     dup = sorted({k for k in names if names.count(k) > 1})
     if dup:
         raise ValidationError(f"{argument} contain duplicated column(s) {dup}.")

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._checksums import file_sha256
-from bayes_risk._constraints import check_params
+from bayes_risk._constraints import InstanceOf, check_params, check_value
 from bayes_risk._io import read_json
 from bayes_risk._specs import argument_checks
 from bayes_risk.data.missing import missing_kinds
@@ -260,9 +260,8 @@ def _check_coding(coding: Any, exclude: Any, z: pd.DataFrame, schema: Any
                                   f"{arg_name('bottom_top_coding')}, which is not given.",
                                   code="OPTION_CONFLICT")
         return {}
-    if not isinstance(coding, Mapping):
-        raise ValidationError("bottom_top_coding must be a mapping {column: (bottom, top)}. "
-                              f"Got {type(coding).__name__}.", code="INVALID_ARGUMENT")
+    check_value(coding, InstanceOf(Mapping, "a mapping {column: (bottom, top)}"),
+                "bottom_top_coding")
     exclude = dict(exclude or {})
     unknown = [c for c in exclude if c not in coding]
     if unknown:

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import InstanceOf, SequenceOf, check_value
 from bayes_risk.data.alignment import unchanged_column_error
 from bayes_risk.data.levels import level_codes, normalise_level
 from bayes_risk.data.missing import mask_missing_codes
@@ -128,11 +129,8 @@ def user_replicates(
     """User replicates of the synthesized known columns, checked, and the harmonised schema
     (``recoded``: the columns the release recodes, as for released datasets)."""
     n = len(original)
-    if not isinstance(replicates, (list, tuple)) or not replicates:
-        raise ValidationError(
-            "replicates must be a non-empty list of arrays [n, number of synthesized known "
-            "columns]."
-        )
+    check_value(replicates, SequenceOf(InstanceOf(object, "an array"), "arrays [n, number of "
+                                       "synthesized known columns]"), "replicates")
     rep_s = []
     want = pd.Index(known_s)
     for r, arr in enumerate(replicates, start=1):

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import Interval, check_value
 from bayes_risk.data.schema import _level_to_json
 from bayes_risk.exceptions import ConvergenceWarning, SchemaError, ValidationError
 from bayes_risk.identification import engine as _engine
@@ -106,10 +107,8 @@ def _sampling_fraction(sampling_fraction, population_size, n) -> float:
         )
     if population_size is None:
         return float(sampling_fraction)
-    if population_size < n:
-        raise ValidationError(
-            f"population_size={population_size} is smaller than the sample size n={n}."
-        )
+    # at least the sample size n
+    check_value(population_size, Interval(int, n), "population_size")
     return n / float(population_size)
 
 

@@ -14,7 +14,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import Options, check_value
+from bayes_risk._constraints import Interval, Options, SequenceOf, check_value
 from bayes_risk._numeric import ties
 from bayes_risk._terminal import progress, say
 from bayes_risk.exceptions import CALLER, DataWarning, ValidationError, interruptible
@@ -311,9 +311,7 @@ def _check_search(match: MatchRule, radii: Any, refine: Any) -> tuple[float, ...
         raise ValidationError("a radius search needs radius_type 'percentage' or 'absolute'.",
                               code="INVALID_ARGUMENT")
     values = _search_values(radii)
-    if isinstance(refine, bool) or not isinstance(refine, int | np.integer) or refine < 0:
-        raise ValidationError(f"refine must be a whole number of points >= 0 (0: the grid's "
-                              f"points only). Got {refine!r}.", code="INVALID_ARGUMENT")
+    check_value(refine, Interval(int, 0), "refine")
     return values
 
 
@@ -486,13 +484,8 @@ def search_columns(original: pd.DataFrame, known: Sequence[str], schema: Any = N
 def _search_values(radii: Any) -> tuple[float, ...]:
     """``{0} ∪ radii``, sorted; refused unless finite numbers >= 0, one of them above 0 (named
     ``radius_search radii``: the command line's ``--radius-search``, not the sweep's)."""
-    ok = isinstance(radii, Sequence | np.ndarray) and not isinstance(radii, str | bytes)
-    vals = list(radii) if ok else []
-    if not ok or not all(isinstance(r, int | float | np.integer | np.floating)
-                         and not isinstance(r, bool | np.bool_) and np.isfinite(r) and r >= 0
-                         for r in vals):
-        raise ValidationError(f"radius_search radii must be finite numbers >= 0. Got {radii!r}.",
-                              code="INVALID_ARGUMENT")
+    vals = list(check_value(radii, SequenceOf(Interval(float, 0), "finite numbers >= 0",
+                                              min_len=0), "radius_search radii"))
     if not any(float(r) > 0 for r in vals):
         raise ValidationError(
             f"radius_search radii holds no radius above 0 (got {radii!r}): the search would be "

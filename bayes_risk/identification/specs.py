@@ -6,6 +6,7 @@ Both are validated when built; what depends on the data is checked when the risk
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -157,14 +158,10 @@ def parse_strategy(strategy: Any) -> str | tuple[str, float]:
         strategy = ("threshold", strategy.split(":", 1)[1])
     if isinstance(strategy, (tuple, list)) and len(strategy) == 2 and strategy[0] == "threshold":
         g = strategy[1]
-        try:
+        with contextlib.suppress(TypeError, ValueError):  # "threshold:γ" gives a string
             g = float(g)
-        except (TypeError, ValueError):
-            g = float("nan")
-        if not (0.0 < g < 1.0):
-            raise ValidationError(
-                f"strategy: the threshold γ must be in (0, 1). Got {strategy[1]!r}.")
-        return ("threshold", g)
+        return ("threshold", check_value(g, Interval(float, 0, 1, closed="neither"),
+                                         "strategy: the threshold γ"))
     forms = ("always, threshold:GAMMA or not-if-max" if on_command_line()
              else "'always', ('threshold', γ) or 'not_if_max'")
     raise ValidationError(f"strategy must be {forms}. Got {strategy!r}.")

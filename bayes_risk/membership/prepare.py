@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import check_params
+from bayes_risk._constraints import Interval, check_params, check_value
 from bayes_risk._specs import argument_checks
 from bayes_risk.data.normalise import as_synthetic_list, record_positions
 from bayes_risk.data.validate import (
@@ -77,10 +77,8 @@ def prior_probability(prior: float | str, n: int, population_size: int | None) -
     if prior == "balanced":
         return 0.5
     if prior == "sampling":
-        if population_size < n:  # type: ignore[operator]
-            raise ValidationError(
-                f"population_size must be an integer >= the {n} confidential records. Got "
-                f"{population_size!r}.")
+        # at least the n confidential records
+        check_value(population_size, Interval(int, n), "population_size")
         return n / float(population_size)  # type: ignore[arg-type]
     return float(prior)
 

@@ -11,10 +11,11 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._constraints import check_value
+from bayes_risk._utility_specs import IMPUTED
 from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.schema import CATEGORICAL_TYPES, SCHEMA, Schema, infer_schema
 from bayes_risk.data.validate import harmonise_levels, require_frame, validate_synthetic
-from bayes_risk.exceptions import CALLER, DataWarning, ValidationError, arg_name
+from bayes_risk.exceptions import CALLER, DataWarning, arg_name
 
 __all__ = [
     "base_schema", "resolve_schema", "differing_share",
@@ -152,10 +153,7 @@ def resolve_imputed(imputed: Any, source: Any, original: pd.DataFrame,
                 f"{arg_name('imputed', '[]', cli='none')} to compare missing values as a "
                 "level).", code="IMPUTED_INFERRED"), skip_file_prefixes=CALLER)
         return ImputedChoice(cols, "inferred" if cols else "none", aligned)
-    if isinstance(imputed, str) or not isinstance(imputed, Iterable):
-        raise ValidationError(
-            f"imputed must be 'auto' or a list of column names ([] for none). Got {imputed!r}.")
-    given = list(imputed)
+    given = list(check_value(imputed, IMPUTED, "imputed"))
     schema.check_columns(given, "imputed")
     cols = [c for c in schema.names if c in given and c in has_missing]
     return ImputedChoice(cols, "user" if given else "none", aligned)

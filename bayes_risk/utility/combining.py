@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from bayes_risk._constraints import Flag, check_value
+from bayes_risk._constraints import Flag, Interval, SequenceOf, check_value, check_vector
 from bayes_risk._utility_specs import COMBINING_RULES, check_rules
 from bayes_risk.data.validate import check_probability
 from bayes_risk.exceptions import CALLER, DataWarning, ValidationError
@@ -29,23 +29,10 @@ SMALL_M = 5
 SMALL_M_QUANTILE = 0.25
 
 
-def _as_vector(x: Any, name: str) -> np.ndarray:
-    try:
-        a = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise ValidationError(f"{name} must be a sequence of numbers. Got {x!r}.") from err
-    if a.ndim == 0:
-        a = a.reshape(1)
-    if a.ndim != 1:
-        raise ValidationError(f"{name} must be one-dimensional (one value per dataset). "
-                              f"Got shape {a.shape}.")
-    if a.size == 0:
-        raise ValidationError(
-            f"{name} is empty; expected one value per synthetic dataset (m >= 1).")
-    if not np.all(np.isfinite(a)):
-        i = int(np.flatnonzero(~np.isfinite(a))[0])
-        raise ValidationError(f"{name}[{i}] is {float(a[i])!r}; expected finite numbers.")
-    return a
+#: ``q`` and ``u`` of :func:`combine_scalar`: one number per synthetic dataset (a number alone
+#: for one dataset)
+_ESTIMATES = SequenceOf(Interval(float), "finite numbers, one per synthetic dataset")
+_VARIANCES = SequenceOf(Interval(float, 0), "finite numbers >= 0, one per synthetic dataset")
 
 
 def t_quantile(df: float, alpha: float) -> float:
@@ -115,16 +102,11 @@ def combine_scalar(
     """
     from scipy import special  # here, not at import: see bayes_risk/utility/__init__.py
     rules, proper, size_ratio = _checked(rules, proper, size_ratio)
-    qa = _as_vector(q, "q")
-    ua = _as_vector(u, "u")
+    qa, ua = check_vector(q, _ESTIMATES, "q"), check_vector(u, _VARIANCES, "u")
     if qa.shape != ua.shape:
         raise ValidationError(
             f"q and u must have one value per synthetic dataset each; got {qa.size} estimates "
             f"and {ua.size} variances.")
-    if np.any(ua < 0):
-        i = int(np.flatnonzero(ua < 0)[0])
-        raise ValidationError(
-            f"u[{i}] = {float(ua[i])!r} is negative; variance estimates must be >= 0.")
     alpha = check_probability(alpha, "alpha")
     m = qa.size
     codes: list[str] = []
@@ -244,13 +226,8 @@ def _rules_of(rules: Any, proper: bool | None, size_ratio: float | None
 
 def _checked(rules: Any, proper: Any, size_ratio: Any) -> tuple[str, bool, float]:
     rules, proper = check_rules(rules), check_value(proper, Flag(), "proper")
-    try:
-        size_ratio = float(size_ratio)
-    except (TypeError, ValueError) as err:
-        raise ValidationError(f"size_ratio must be a positive number. Got {size_ratio!r}.") \
-            from err
-    if not (math.isfinite(size_ratio) and size_ratio > 0):
-        raise ValidationError(f"size_ratio must be a positive number (k/n). Got {size_ratio!r}.")
+    # k/n
+    size_ratio = check_value(size_ratio, Interval(float, 0, closed="neither"), "size_ratio")
     return rules, proper, size_ratio
 
 

@@ -9,11 +9,15 @@ from typing import Any, Literal
 
 import numpy as np
 
-from bayes_risk._constraints import Options, check_value
+from bayes_risk._constraints import Interval, Options, SequenceOf, check_value, check_vector
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.results.combining import CoefDiffResult, OverlapResult
 
 __all__ = ["OverlapResult", "CoefDiffResult", "ci_overlap", "std_coef_diff"]
+
+
+#: the standard errors behind the estimates
+_STANDARD_ERRORS = SequenceOf(Interval(float, 0, closed="neither"), "finite numbers > 0")
 
 
 def _vec(x: Any, name: str) -> np.ndarray:
@@ -139,10 +143,8 @@ def ci_overlap(
         e_o, s_o, e_s, s_s = (_per_estimand(v, n, lo_o_a.shape) for v, n in
                               ((est_o, "est_o"), (se_o, "se_o"), (est_s, "est_s"),
                                (se_s, "se_s")))
-        for s, n in ((s_o, "se_o"), (s_s, "se_s")):
-            if np.any(~(s > 0)) or np.any(~np.isfinite(s)):
-                raise ValidationError(f"{n} must be finite and > 0. Got {s.tolist()}.",
-                                      code="INVALID_ARGUMENT")
+        for s, n in ((se_o, "se_o"), (se_s, "se_s")):
+            check_vector(s, _STANDARD_ERRORS, n)
         d_o = None if df_o is None else _per_estimand(df_o, "df_o", lo_o_a.shape)
         d_s = None if df_s is None else _per_estimand(df_s, "df_s", lo_o_a.shape)
         for d, n in ((d_o, "df_o"), (d_s, "df_s")):
@@ -185,6 +187,7 @@ def std_coef_diff(beta_orig: Any, beta_syn: Any, se_orig: Any) -> CoefDiffResult
     >>> round(float(std_coef_diff(1.0, 1.3, 0.2).values[0]), 12)
     1.5
     """
+    check_vector(se_orig, _STANDARD_ERRORS, "se_orig")
     arrs = [_vec(v, n) for v, n in ((beta_orig, "beta_orig"), (beta_syn, "beta_syn"),
                                      (se_orig, "se_orig"))]
     try:
@@ -194,9 +197,5 @@ def std_coef_diff(beta_orig: Any, beta_syn: Any, se_orig: Any) -> CoefDiffResult
             "beta_orig, beta_syn and se_orig must have the same length; got "
             f"{[a.size for a in arrs]}."
         ) from err
-    if np.any(~np.isfinite(se)) or np.any(se <= 0):
-        i = int(np.flatnonzero(~np.isfinite(se) | (se <= 0))[0])
-        raise ValidationError(
-            f"se_orig[{i}] = {float(se[i])!r}; standard errors must be finite and > 0.")
     vals = np.abs(b_o - b_s) / se
     return CoefDiffResult(values=vals, mean=float(np.mean(vals)), median=float(np.median(vals)))

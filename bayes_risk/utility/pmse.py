@@ -197,9 +197,6 @@ def pmse(
                            choice.aligned)
     imputed_codes = warn_observed_cells(choice)
     original, datasets = observed_cells(original, datasets, choice, for_pmse=True)
-    if not cols:
-        raise ValidationError(
-            "PropensitySpec.columns is empty; the propensity model needs at least one column.")
     syn_cols = [c for c in schema.synthesized if c in cols]
     if incomplete is None:
         incomplete = 0 < len(syn_cols) < len(cols)

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import Interval, SequenceOf, check_value
 from bayes_risk.data.validate import record_mask, require_frame
 from bayes_risk.exceptions import SchemaError, ValidationError
 
@@ -44,19 +45,10 @@ def check_draw_indices(H: int, draw_indices: Any = None) -> np.ndarray:
                 f"Got shape {arr.shape}."
             )
         return np.flatnonzero(arr).astype(np.int64)
-    if arr.ndim == 0:
-        arr = arr.reshape(1)
-    if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
-        raise ValidationError(
-            f"draw_indices must be None, integer draw indices in 0..{H - 1} or a boolean mask. "
-            f"Got {draw_indices!r}."
-        )
-    if arr.size and (arr.min() < 0 or arr.max() >= H):
-        bad = arr[(arr < 0) | (arr >= H)][0]
-        raise ValidationError(
-            f"draw_indices: index {int(bad)} is outside 0..{H - 1} (the model has H = {H} "
-            "draws)."
-        )
+    arr = np.atleast_1d(arr)
+    check_value(arr.tolist() if arr.ndim == 1 else arr, SequenceOf(
+        Interval(int, 0, H - 1), f"draw indices in 0..{H - 1} (or a boolean mask of the H = "
+        f"{H} draws)", min_len=0), "draw_indices")
     return arr.astype(np.int64)
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from bayes_risk.exceptions import ValidationError
+from bayes_risk._constraints import Options, SequenceOf, check_value
 
 __all__ = ["START_KINDS", "OVERDISPERSED", "FEW_CLASSES", "check_starts", "chain_starts",
            "initial_state"]
@@ -33,19 +33,10 @@ def _one(value: Any) -> Any:
 def check_starts(value: Any, name: str = "starts") -> None:
     """Raise :class:`ValidationError` unless ``value`` is ``"overdispersed"``, one of
     :data:`START_KINDS` or a non-empty sequence of them (one per chain, cycled)."""
-    value = _one(value)
-    kinds = [value] if isinstance(value, str) else value
-    ok = isinstance(value, str) and value in (OVERDISPERSED, *START_KINDS)
-    if not ok and not isinstance(value, str):
-        try:
-            ok = len(kinds) > 0 and all(isinstance(k, str) and k in START_KINDS for k in kinds)
-        except TypeError:
-            ok = False
-    if not ok:
-        raise ValidationError(
-            f"{name} must be {OVERDISPERSED!r} (the chains start in turn from "
-            f"{', '.join(repr(k) for k in START_KINDS)}), one of those, or a sequence of them "
-            f"(one per chain, cycled). Got {value!r}.", code="INVALID_ARGUMENT")
+    # "overdispersed": the chains start in turn from each of START_KINDS
+    check_value(_one(value), [Options((OVERDISPERSED, *START_KINDS), listed=True),
+                              SequenceOf(Options(START_KINDS, listed=True),
+                                         "them (one per chain, cycled)")], name)
 
 
 def chain_starts(value: Any, cycle: Sequence[str]) -> tuple[str, ...]:

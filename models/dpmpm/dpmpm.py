@@ -7,6 +7,7 @@ fitted state (:class:`~bayes_risk.models.dpmpm.state.DPMPMState`); see :doc:`/me
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -18,11 +19,11 @@ import bayes_risk.models.dpmpm.coding as _coding
 import bayes_risk.models.dpmpm.fit as _fit
 import bayes_risk.models.dpmpm.loglik as _loglik
 import bayes_risk.models.dpmpm.synthesis as _synthesis
-from bayes_risk._constraints import Interval, Options, check_params, check_value
+from bayes_risk._constraints import Interval, Options, SequenceOf, check_params, check_value
 from bayes_risk._io import to_jsonable
 from bayes_risk._rng import RandomSeed
 from bayes_risk.data.schema import Schema
-from bayes_risk.exceptions import SchemaError, ValidationError, on_command_line
+from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models._bayesian.convergence import round_verdict
 from bayes_risk.models._bayesian.convergence_report import check_convergence, mcmc_run
@@ -47,7 +48,13 @@ __all__ = ["DPMPM", "MODES", "SAMPLERS"]
 MODES: tuple[str, ...] = ("marginal", "conditional_us", "posterior_class")
 SAMPLERS: tuple[str, ...] = ("gibbs", "nuts")
 _SETTINGS = {"dirichlet_prior": Interval(float, 0, closed="neither"),
-             "synthesis_mode": [Options(MODES), None], "sampler": Options(SAMPLERS)}
+             "synthesis_mode": [Options(MODES), None], "sampler": Options(SAMPLERS),
+             "alpha_prior": SequenceOf(Interval(float, 0, closed="neither"),
+                                       "numbers > 0 (shape, rate)", min_len=2, max_len=2),
+             "alpha_warmup_sweeps": Interval(int, 0),
+             # None: the α prior's 95 % quantile
+             "alpha_warmup_bound": [Interval(float, 0, closed="neither"),
+                                    Options((math.inf,), listed=True), None]}
 # default run: 500 draws every 5th sweep (occupied classes: ESS ≈ 0.16 per sweep on the ACS
 # extract), extending itself up to 50,000 sweeps per chain; α bounded by its prior's 95 %
 # quantile in the first 100 warm-up sweeps (chains stuck at α ≈ 100 otherwise). Figures:
@@ -192,14 +199,6 @@ class DPMPM(BayesianSynthesizer):
     def _check_settings(self) -> None:
         self.check_mcmc_settings()
         check_value(self.n_components, Interval(int, 1), "n_components (the truncation level K)")
-        try:
-            a, b = (float(x) for x in self.alpha_prior)
-        except (TypeError, ValueError):
-            a = b = np.nan
-        if not (a > 0 and b > 0 and np.isfinite(a) and np.isfinite(b)):
-            raise ValidationError(
-                f"alpha_prior must be two positive numbers (shape, rate). Got {self.alpha_prior!r}."
-            )
         check_params(self, _SETTINGS)
         run = self._run_settings()  # the settings left at None, resolved
         t = run["thin"]  # an integer >= 1 (Sampling checks a given one)
@@ -213,19 +212,6 @@ class DPMPM(BayesianSynthesizer):
             raise ValidationError(
                 f"max_sweeps={ms!r} applies to the Gibbs sampler; with sampler='nuts' the run "
                 "has the length asked for (max_sweeps=0): ask for more draws instead."
-            )
-        check_value(self.alpha_warmup_sweeps, Interval(int, 0),
-                    "alpha_warmup_sweeps (warm-up sweeps with α bounded)")
-        ub = self.alpha_warmup_bound
-        if ub is not None and (
-            isinstance(ub, bool) or not isinstance(ub, (int, float, np.number)) or not ub > 0
-        ):
-            # None, the default, is the option left out on the command line
-            default = "left out" if on_command_line() else "None"
-            raise ValidationError(
-                f"alpha_warmup_bound (upper bound of α in the first warm-up sweeps) must be a "
-                f"positive number, inf or {default} (the 95 % quantile of the α prior). Got "
-                f"{ub!r}."
             )
         T = self.resolved_sampling.temperatures  # an integer >= 1 (Sampling checks it)
         if T > 1 and self.sampler != "gibbs":

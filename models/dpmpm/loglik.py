@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import InstanceOf, check_value
+from bayes_risk._constraints import InstanceOf, Interval, check_value
 from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.models.dpmpm.coding import class_logw, encode, encode_dataset
 from bayes_risk.models.dpmpm.state import DPMPMState
@@ -91,13 +91,8 @@ def own_record_delta(state: DPMPMState, record: Any, candidates: pd.DataFrame, s
     if mode != "posterior_class":
         return out
     pos = record.name if isinstance(record, pd.Series) else record
-    if isinstance(pos, bool) or not isinstance(pos, (int, np.integer)) or not (
-        0 <= int(pos) < n
-    ):
-        raise ValidationError(
-            f"record must be a position in 0..{n - 1} (or original.iloc[i]). Got {pos!r}."
-        )
-    pos = int(pos)
+    # a position, or original.iloc[i]
+    pos = check_value(pos, Interval(int, 0, n - 1), "record")
     if synthesized_records is not None and not synthesized_records[pos]:
         return out
     check_value(candidates, InstanceOf(pd.DataFrame, "a DataFrame of the varying columns"),

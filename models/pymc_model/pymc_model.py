@@ -20,7 +20,7 @@ import pandas as pd
 import bayes_risk.models.pymc_model.graph as _graph
 import bayes_risk.models.pymc_model.loglik as _loglik
 import bayes_risk.models.pymc_model.synthesis as _synthesis
-from bayes_risk._constraints import Interval, check_value
+from bayes_risk._constraints import InstanceOf, Interval, SequenceOf, check_value
 from bayes_risk._rng import RandomSeed
 from bayes_risk.contract import ModelInfo
 from bayes_risk.data.schema import Schema
@@ -141,11 +141,8 @@ class PyMCSynthesizer(BayesianSynthesizer):
     def _check_settings(self) -> None:
         resolve_function(self.model_function)
         check_value(self.target_accept, Interval(float, 0, 1, closed="neither"), "target_accept")
-        diagnose = self.diagnose
-        if diagnose is not None and (isinstance(diagnose, str) or not all(
-                isinstance(d, str) for d in diagnose) or not list(diagnose)):
-            raise ValidationError(
-                f"diagnose must be a non-empty sequence of variable names. Got {diagnose!r}.")
+        check_value(self.diagnose, [SequenceOf(InstanceOf(str, "a variable name"),
+                                               "variable names"), None], "diagnose")
 
     def saved_settings(self) -> dict[str, Any]:
         settings = super().saved_settings()

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import Interval, Options, check_params, check_value
+from bayes_risk._constraints import COLUMN_NAMES, Interval, Options, check_params, check_value
 from bayes_risk._numeric import ties
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk._terminal import progress
@@ -214,8 +214,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
             For invalid settings or columns.
         """
         require_frame(data, 'data')
-        if self.identifying is None or len(list(self.identifying)) == 0:
-            raise ValidationError("identifying must list the identifying variables (IVs).")
+        check_value(self.identifying, COLUMN_NAMES, "identifying (the identifying variables)")
         check_params(self, _SETTINGS)
         if check_value(schema, [SCHEMA, None], "schema") is None:
             schema = infer_schema(data)

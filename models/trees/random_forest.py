@@ -8,7 +8,15 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import Interval, Options, check_params
+from bayes_risk._constraints import (
+    COLUMN_NAMES,
+    Flag,
+    Interval,
+    Options,
+    SequenceOf,
+    check_params,
+    check_value,
+)
 from bayes_risk._rng import RandomSeed, as_generator, replayable_seed, spawn
 from bayes_risk._terminal import progress
 from bayes_risk._tree_spec import FOREST_TREES, TreeOptions
@@ -255,11 +263,9 @@ class RandomForestSynthesizer(TreeSynthesizer):
         numeric = [c for c in cols if not schema[c].is_categorical]
         if sm is True:
             out = numeric
-        elif isinstance(sm, str) or not all(isinstance(c, str) for c in sm):
-            raise ValidationError(
-                f"smoothing must be True, False or a list of numeric synthesized columns. Got "
-                f"{sm!r}.", code="INVALID_ARGUMENT")
         else:
+            check_value(sm, [Flag(), SequenceOf(COLUMN_NAMES.item, "numeric synthesized columns",
+                                                min_len=0)], "smoothing")
             out = list(dict.fromkeys(sm))
             for c in out:
                 if c not in cols:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from bayes_risk._constraints import Options, check_value
+from bayes_risk._constraints import COLUMN_NAMES, Options, SequenceOf, check_value
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import require_distinct
 from bayes_risk.exceptions import CALLER, BayesRiskWarning, SchemaError, ValidationError, arg_name
@@ -106,9 +106,7 @@ class SynthesisSpec:
         if self.visit_sequence is not None:
             vs = [self.visit_sequence] if isinstance(self.visit_sequence, str) \
                 else list(self.visit_sequence)
-            if not vs or not all(isinstance(c, str) for c in vs):
-                raise ValidationError("visit_sequence must be a non-empty sequence of column "
-                                      f"names. Got {self.visit_sequence!r}.")
+            check_value(vs, COLUMN_NAMES, "visit_sequence")
             require_distinct(vs, "visit_sequence")
             object.__setattr__(self, "visit_sequence", tuple(vs))
         if self.predictor_matrix is not None:
@@ -289,9 +287,8 @@ def _predictor_rows(pm: Any) -> dict[str, tuple[str, ...]]:
         out = {}
         for r, preds in pm.items():
             preds = [preds] if isinstance(preds, str) else list(preds)
-            if not all(isinstance(p, str) for p in preds):
-                raise ValidationError(f"predictor_matrix: the predictors of {r!r} must be column "
-                                      f"names. Got {preds!r}.", code="INVALID_ARGUMENT")
+            check_value(preds, SequenceOf(COLUMN_NAMES.item, "column names", min_len=0),
+                        f"predictor_matrix: the predictors of {r!r}")
             out[str(r)] = tuple(p for p in preds if p != r)
         return out
     raise ValidationError("predictor_matrix must be a DataFrame (0/1, rows and columns named by "

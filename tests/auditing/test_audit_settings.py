@@ -13,7 +13,7 @@ from bayes_risk.exceptions import ValidationError
 @pytest.mark.parametrize("sweep", [[0.1, -1], [-0.0001], ["a"], "0.1", [True], 5,
                                    [float("nan")], [float("inf")]])
 def test_a_bad_sweep_is_refused_naming_it(sweep):
-    with pytest.raises(ValidationError, match="sweep must be radii") as err:
+    with pytest.raises(ValidationError, match="sweep must be a sequence of radii") as err:
         br.AuditSettings(sweep=sweep)
     assert err.value.code == "INVALID_ARGUMENT"
 

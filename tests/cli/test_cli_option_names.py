@@ -276,7 +276,7 @@ def test_out_given_a_link_says_it_is_a_link(at, capsys, tmp_path):
      "MISSING_COLUMN", "--original-id column 'Nope'"),
     (["identification", "wide.csv", "rel", "--known-unsynthesized", "Age",
       "--known-synthesized", "Income", "--radius", "Income=0.1", "--workers", "100000"],
-     "BAD_OPTION_VALUE", "--workers must be an integer from 1 to"),
+     "BAD_OPTION_VALUE", "--workers must be an integer in [1, "),
     (["disclosure", "wide.csv", "rel", "--keys", "Age", "Nope", "--target", "Tenure"],
      "UNKNOWN_COLUMN", "--keys: column 'Nope'"),
     (["disclosure", "wide.csv", "rel", "--keys", "Age", "--target", "Nope"],

@@ -153,7 +153,7 @@ def test_the_audit_options_give_its_settings():
 
 @pytest.mark.parametrize(("option", "value", "message"), [
     ("--ngroups-target", "1.5", "--ngroups-target must be an integer >= 2. Got '1.5'"),
-    ("--radius-sweep", "0.1,x", "--radius-sweep must be radii"),
+    ("--radius-sweep", "0.1,x", "--radius-sweep must be a sequence of radii"),
     ("--refit-draws", "0", "--refit-draws must be an integer >= 1. Got 0"),
 ])
 def test_a_bad_audit_setting_names_its_option(option, value, message, capsys, tmp_path,

@@ -381,7 +381,7 @@ def test_plots_draw_on_the_given_axes():
     ({"keys": ["Key1", "nope"]}, SchemaError, r"keys: column\(s\) \['nope'\]"),
     ({"keys": FKEYS, "sensitive": "nope"}, SchemaError, "sensitive: column"),
     ({"keys": FKEYS, "weights": "nope"}, SchemaError, "weights: column"),
-    ({"keys": []}, ValidationError, "keys must name at least one column"),
+    ({"keys": []}, ValidationError, "keys must be a non-empty sequence of column names"),
     ({"keys": ["Key1", "Key1"]}, ValidationError, "duplicated"),
     ({"keys": FKEYS, "sensitive": "Key1"}, ValidationError, "also keys"),
     ({"keys": FKEYS, "method": "mc"}, ValidationError, "method must be"),

@@ -39,7 +39,7 @@ def ir(*args, **kw):
     (dict(missing_known="unknown"), "MatchSpec.missing_known"),
     (dict(fallback="all"), "MatchSpec.fallback"),
     (dict(compat="synthpop"), "MatchSpec.compat"),
-    (dict(strategy=("threshold", 1.5)), r"γ must be in \(0, 1\)"),
+    (dict(strategy=("threshold", 1.5)), r"γ must be a number in \(0, 1\)"),
     (dict(strategy="sometimes"), "strategy must be"),
 ])
 def test_match_spec_errors_name_the_field(kw, field):

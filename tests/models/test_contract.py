@@ -297,9 +297,9 @@ def check_bad_synthesized(name: str) -> None:
     data = case.data()
     first = data.columns[0]
     for bad, exc, what in (
-        ([], ValidationError, "synthesized is empty"),
+        ([], ValidationError, "synthesized .* must be a non-empty sequence of column names"),
         ([first, first], ValidationError, "synthesized lists column"),
-        (3, ValidationError, "synthesized must be a column name"),
+        (3, ValidationError, r"synthesized \(a column name, or a sequence of them\) must be"),
         (["nope"], SchemaError, "synthesized: column 'nope' is not in the data"),
     ):
         kw = {**case.fit_kw, "synthesized": bad}

@@ -177,7 +177,7 @@ def test_errors(hawala):
     df, schema = hawala
     with pytest.raises(NotFittedError):
         SmallCellPMMSynthesizer(identifying=IV).synthesize(1)
-    with pytest.raises(ValidationError, match="identifying must list"):
+    with pytest.raises(ValidationError, match=r"identifying \(the .*\) must be a non-empty"):
         SmallCellPMMSynthesizer().fit(df, schema=schema)
     with pytest.raises(SchemaError, match="AG"):
         SmallCellPMMSynthesizer(identifying=["AG"]).fit(df, schema=schema)

@@ -208,7 +208,7 @@ def test_compare_visit_orders_errors(acs):
     rf = RandomForestSynthesizer(n_trees=5)
     with pytest.raises(ValidationError, match="same columns"):
         compare_visit_orders(acs, synthesizer=rf, orders=[["MAR", "SEX"], ["SEX", "RACE"]])
-    with pytest.raises(ValidationError, match="non-empty list"):
+    with pytest.raises(ValidationError, match="orders must be a non-empty sequence"):
         compare_visit_orders(acs, synthesizer=rf, orders=[])
     with pytest.raises(ValidationError, match="more than once"):
         compare_visit_orders(acs, synthesizer=rf, orders=[["MAR", "MAR"]])

@@ -116,7 +116,7 @@ def test_bad_settings_are_refused_before_any_forest(ce):
         RandomForestSynthesizer(n_trees=3, min_samples_leaf=3, smoothing=["Tenure"]).fit(df, **fit)
     with pytest.raises(ValidationError, match="'Age' is not synthesized"):
         RandomForestSynthesizer(n_trees=3, min_samples_leaf=3, smoothing=["Age"]).fit(df, **fit)
-    with pytest.raises(ValidationError, match="smoothing must be True, False or a list"):
+    with pytest.raises(ValidationError, match="smoothing must be True or False or a sequence"):
         RandomForestSynthesizer(n_trees=3, min_samples_leaf=3, smoothing="Income").fit(df, **fit)
     # categorical only: nothing to smooth, nothing refused
     RandomForestSynthesizer(n_trees=3, smoothing=True).fit(df, schema=schema,

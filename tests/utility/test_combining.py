@@ -58,10 +58,12 @@ def test_zero_within_variance_gives_m_minus_one_df():
 @pytest.mark.parametrize(
     ("q", "u", "alpha", "match"),
     [
-        ([1.0, 2.0], [0.1, -0.2], 0.05, r"u\[1\] = -0.2 is negative"),
+        ([1.0, 2.0], [0.1, -0.2], 0.05,
+         r"u must be a non-empty sequence of finite numbers >= 0, .* Got \[0.1, -0.2\]\."),
         ([1.0, 2.0, 3.0], [0.1, 0.2], 0.05, "one value per synthetic dataset"),
-        ([1.0, np.nan], [0.1, 0.2], 0.05, r"q\[1\] is nan"),
-        ([], [], 0.05, "q is empty"),
+        ([1.0, np.nan], [0.1, 0.2], 0.05,
+         r"q must be a non-empty sequence of finite numbers, .* Got \[1.0, nan\]\."),
+        ([], [], 0.05, "q must be a non-empty sequence"),
         ([1.0, 2.0], [0.1, 0.2], 1.5, "alpha must be"),
         ([1.0, 2.0], [0.1, 0.2], True, "alpha must be"),
         ([1.0, 2.0], [0.1, 0.2], "0.05", "alpha must be"),

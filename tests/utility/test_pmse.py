@@ -237,7 +237,7 @@ def test_auto_null_for_cart_incomplete_is_pairs():
         ({"max_order": -1}, "PropensitySpec.max_order must be"),
         ({"min_leaf": 0}, "PropensitySpec.min_leaf must be"),
         ({"cp": -1.0}, "PropensitySpec.cp must be"),
-        ({"columns": "x"}, "PropensitySpec.columns must be a sequence"),
+        ({"columns": "x"}, "PropensitySpec.columns must be a non-empty sequence of column names"),
         ({"n_perm": 1}, "n_perm must be"),
         ({"incomplete": True}, "needs the synthesized columns"),
         ({"method": "cart", "synthesized": ["x"]}, "needs the 'pairs' null"),

@@ -200,7 +200,7 @@ def test_imputed_argument_errors(tables, tmp_path):
     with pytest.raises(SchemaError, match="imputed: column 'SX'") as exc:
         _summary(orig, [syn], imputed=["SX"])
     assert exc.value.code == "UNKNOWN_COLUMN"
-    with pytest.raises(ValidationError, match="imputed must be 'auto' or a list"):
+    with pytest.raises(ValidationError, match="imputed must be 'auto' or a sequence of"):
         _summary(orig, [syn], imputed="SEX")
     with pytest.raises(SchemaError, match="imputed_columns names"):
         SyntheticData([syn], imputed_columns=["nope"])
