@@ -21,7 +21,7 @@ __all__ = [
     "release_schema", "parse_key_value", "add_dask_arguments", "dask_client", "dask_kwargs",
     "add_input_arguments", "add_run_arguments", "inputs_summary", "check_max_size",
     "known_sweep_line", "write_run", "read_model", "read_holdout", "run_seed", "parse_radius",
-    "parse_numbers", "parse_columns", "parse_one_or_pairs",
+    "parse_numbers", "parse_one_or_pairs",
 ]
 
 #: ``SYN`` of the sub-commands that read a release
@@ -377,15 +377,6 @@ def parse_numbers(text: str | None, option: str, *, none: bool = False) -> list[
         raise ValidationError(f"{option} expects comma-separated numbers"
                               f"{' or none' if none else ''}. Got {text!r}.{pct}",
                               code="BAD_OPTION_VALUE") from err
-
-
-def parse_columns(text: str, option: str) -> list[str]:
-    """A comma-separated list of columns (``--linkability Age,Urban Income``)."""
-    cols = [c.strip() for c in text.split(",") if c.strip()]
-    if not cols:
-        raise ValidationError(f"{option}: expected comma-separated lists of columns, e.g. "
-                              f"Age,Urban Income,Educ. Got {text!r}.", code="BAD_OPTION_VALUE")
-    return cols
 
 
 def parse_one_or_pairs(items: list[str] | None, option: str, what: str, *,

@@ -45,6 +45,12 @@ class Run:
         Keyword -> spec class, built from its options before any file is read.
     arguments : tuple
         The tables of the function's arguments (their options passed when given).
+    argument_groups : mapping
+        Keyword -> a table of arguments passed together as that one keyword's mapping (the
+        arguments of one of the calls the function makes).
+    check : callable, optional
+        A check of the options against each other (``ValidationError``), before any file is
+        read.
     reads : tuple of str
         The keywords of ``_READS`` it reads, in order, after ORIGINAL and SYN.
     inputs : tuple of str
@@ -54,24 +60,33 @@ class Run:
         index), a writer of the path or ``None`` (nothing written).
     figures : mapping
         File name -> the result's plot kind.
+    files : callable, optional
+        The result's further tables and figures: a function of the result giving them as
+        ``write_run`` takes them (e.g. ``lambda result: result.files()``).
     """
 
     function: str
     specs: Mapping[str, type] = dataclasses.field(default_factory=dict)
     arguments: tuple[Mapping[str, Any], ...] = ()
+    argument_groups: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    check: Callable[[argparse.Namespace], None] | None = None
     reads: tuple[str, ...] = ()
     inputs: tuple[str, ...] = ("original", "synthetic")
     tables: Mapping[str, Callable[[Any], Any]] = dataclasses.field(default_factory=dict)
     figures: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    files: Callable[[Any], tuple[Mapping[str, Any], Mapping[str, Any]]] | None = None
 
     def __call__(self, args: argparse.Namespace) -> int:
         """Run the sub-command of ``args``; the exit status."""
         from bayes_risk._specs import argument_values, spec_values
 
-        given = vars(args)  # the specs' checks come before any file is read
+        given = vars(args)  # the options' checks come before any file is read
+        if self.check is not None:
+            self.check(args)
         kw: dict[str, Any] = {k: spec(**spec_values(spec, given)) for k, spec in self.specs.items()}
         for table in self.arguments:
             kw.update(argument_values(table, given))
+        kw.update({k: argument_values(table, given) for k, table in self.argument_groups.items()})
         if "synthetic" in self.inputs:
             kw["original"], kw["synthetic"] = _common.read_inputs(args)
         else:
@@ -84,8 +99,12 @@ class Run:
         summary["inputs"] = {k: None if given[k] is None else [str(v) for v in given[k]]
                              if isinstance(given[k], list) else str(given[k]) for k in self.inputs}
         tables = {file: how(result) for file, how in self.tables.items()}
+        figures = {file: (result, kind) for file, kind in self.figures.items()}
+        if self.files is not None:
+            more_tables, more_figures = self.files(result)
+            tables, figures = {**tables, **more_tables}, {**figures, **more_figures}
         _common.write_run(args, result.headline().splitlines(), summary,
                           tables={file: t for file, t in tables.items() if t is not None},
-                          figures={file: (result, kind) for file, kind in self.figures.items()})
+                          figures=figures)
         return 0
 
