@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from bayes_risk.cli._common import parse_key_value
+from bayes_risk._specs import parse_key_value
 
 __all__ = ["run"]
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bayes_risk._constraints import Flag, Interval, Options, check_fields, check_value, checked
-from bayes_risk._specs import cli_option
+from bayes_risk._specs import cli_option, parse_key_value
 from bayes_risk.exceptions import ValidationError
 
 __all__ = ["ExclusionSpec", "CONVENTIONS", "ORIGINAL_RISK_ARGUMENTS", "DISCLOSURE_ARGUMENTS",
@@ -173,18 +173,6 @@ DISCLOSURE_ARGUMENTS: dict[str, dict[str, Any]] = {
         choices=("synthpop",), group=CONVENTIONS),
 }
 
-def _pairs(option: str, items: list[str]) -> dict[str, str]:
-    """``COL=TEXT`` items of ``option`` by column."""
-    out: dict[str, str] = {}
-    for it in items:
-        if "=" not in it:
-            raise ValidationError(f"{option} expects COLUMN=VALUE. Got {it!r}.",
-                                  code="BAD_OPTION_VALUE")
-        col, value = it.split("=", 1)
-        out[col] = value
-    return out
-
-
 def _number(text: str, option: str, col: str) -> float | None:
     """A value of ``option``'s ``col``; an empty bound of ``--bottom-top`` is ``None``."""
     if not text.strip() and option == "--bottom-top":
@@ -201,7 +189,7 @@ def _bounds(items: list[str]) -> dict[str, tuple[float | None, float | None]]:
     """``--bottom-top COL=BOTTOM:TOP ...`` as ``sdc``'s ``bottom_top_coding`` (``sdc`` checks
     the columns and bounds)."""
     coding = {}
-    for col, bounds in _pairs("--bottom-top", items).items():
+    for col, bounds in parse_key_value(items, "--bottom-top", str).items():
         low, sep, high = bounds.partition(":")
         if not sep or ":" in high:
             raise ValidationError(f"--bottom-top {col}={bounds}: expected COL=BOTTOM:TOP, a side "
@@ -214,7 +202,7 @@ def _bounds(items: list[str]) -> dict[str, tuple[float | None, float | None]]:
 def _excluded(items: list[str]) -> dict[str, list[float | None]]:
     """``--exclude COL=V,V ...`` as ``sdc``'s ``recode_exclude``."""
     return {col: [_number(v, "--exclude", col) for v in values.split(",")]
-            for col, values in _pairs("--exclude", items).items()}
+            for col, values in parse_key_value(items, "--exclude", str).items()}
 
 
 #: the arguments of :func:`~bayes_risk.disclosure.sdc.sdc` with their options of ``bayes-risk
