@@ -22,6 +22,8 @@ _READS: dict[str, tuple[str, Callable[[argparse.Namespace, dict[str, Any]], Any]
                                                                  len(v["original"]))),
     "schema": ("schema", lambda args, v: _common.release_schema(v["original"],
                                                                 v["synthetic"], args)),
+    # ORIGINAL's types with the type options on top (a command that reads no release)
+    "types": ("schema", lambda args, v: _common.schema_from_args(v["original"], args)),
     "random_seed": ("random_seed", lambda args, v: args.random_seed),
     # the seed given, else a fresh one: recorded in summary.json, the run repeats exactly
     "fresh_seed": ("random_seed", lambda args, v: _common.run_seed(args)),
@@ -51,8 +53,9 @@ class Run:
     check : callable, optional
         A check of the options against each other (``ValidationError``), before any file is
         read.
-    reads : tuple of str
-        The keywords of ``_READS`` it reads, in order, after ORIGINAL and SYN.
+    reads : tuple
+        What it reads, in order, after ORIGINAL and SYN: keywords of ``_READS``, or the
+        command's own reads, (keyword, function of the options and of what was read before).
     inputs : tuple of str
         The options recorded in ``summary.json``'s ``inputs``, in order.
     tables : mapping
@@ -63,6 +66,9 @@ class Run:
     files : callable, optional
         The result's further tables and figures: a function of the result giving them as
         ``write_run`` takes them (e.g. ``lambda result: result.files()``).
+    text : callable, optional
+        What is printed of the result (default: its ``headline()``), e.g. ``lambda result:
+        result.summary().as_text()``.
     """
 
     function: str
@@ -70,11 +76,12 @@ class Run:
     arguments: tuple[Mapping[str, Any], ...] = ()
     argument_groups: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
     check: Callable[[argparse.Namespace], None] | None = None
-    reads: tuple[str, ...] = ()
+    reads: tuple[str | tuple[str, Callable[[argparse.Namespace, dict[str, Any]], Any]], ...] = ()
     inputs: tuple[str, ...] = ("original", "synthetic")
     tables: Mapping[str, Callable[[Any], Any]] = dataclasses.field(default_factory=dict)
     figures: Mapping[str, str] = dataclasses.field(default_factory=dict)
     files: Callable[[Any], tuple[Mapping[str, Any], Mapping[str, Any]]] | None = None
+    text: Callable[[Any], str] | None = None
 
     def __call__(self, args: argparse.Namespace) -> int:
         """Run the sub-command of ``args``; the exit status."""
@@ -90,9 +97,12 @@ class Run:
         if "synthetic" in self.inputs:
             kw["original"], kw["synthetic"] = _common.read_inputs(args)
         else:
-            kw["original"] = _common.read_records_table(args.original, "ORIGINAL")
-        for name in self.reads:
-            kw[_READS[name][0]] = _READS[name][1](args, kw)
+            kw["original"] = _common.read_records_table(
+                args.original, "ORIGINAL", _common.missing_labels(args),
+                _common.numeric_columns(args))
+        for read in self.reads:
+            keyword, reader = _READS[read] if isinstance(read, str) else read
+            kw[keyword] = reader(args, kw)
         module, _, name = self.function.partition(":")
         result = getattr(importlib.import_module(module), name)(**kw)
         summary = result.to_dict()
@@ -103,7 +113,8 @@ class Run:
         if self.files is not None:
             more_tables, more_figures = self.files(result)
             tables, figures = {**tables, **more_tables}, {**figures, **more_figures}
-        _common.write_run(args, result.headline().splitlines(), summary,
+        text = result.headline() if self.text is None else self.text(result)
+        _common.write_run(args, text.splitlines(), summary,
                           tables={file: t for file, t in tables.items() if t is not None},
                           figures=figures)
         return 0
