@@ -36,8 +36,9 @@ _READS: dict[str, tuple[str, Callable[[argparse.Namespace, dict[str, Any]], Any]
 class Run:
     """A sub-command that reads ORIGINAL (and SYN, when its ``inputs`` name it), calls
     ``function`` with the options' specs and arguments (the library checks them) and what it
-    ``reads``, writes the result's ``to_dict()`` with the ``inputs`` as ``summary.json``, its
-    ``tables`` and ``figures``, and prints the result's ``headline()``.
+    ``reads``, writes the result's ``to_dict()`` with the ``inputs`` as ``summary.json`` (none
+    of its own for ``None``), its ``tables`` and ``figures``, and prints the result's
+    ``headline()``.
 
     Parameters
     ----------
@@ -64,8 +65,8 @@ class Run:
     figures : mapping
         File name -> the result's plot kind.
     files : callable, optional
-        The result's further tables and figures: a function of the result giving them as
-        ``write_run`` takes them (e.g. ``lambda result: result.files()``).
+        The result's further tables and figures: a function of the result and the options
+        giving them as ``write_run`` takes them (e.g. ``lambda result, args: result.files()``).
     text : callable, optional
         What is printed of the result (default: its ``headline()``), e.g. ``lambda result:
         result.summary().as_text()``.
@@ -80,7 +81,8 @@ class Run:
     inputs: tuple[str, ...] = ("original", "synthetic")
     tables: Mapping[str, Callable[[Any], Any]] = dataclasses.field(default_factory=dict)
     figures: Mapping[str, str] = dataclasses.field(default_factory=dict)
-    files: Callable[[Any], tuple[Mapping[str, Any], Mapping[str, Any]]] | None = None
+    files: Callable[[Any, argparse.Namespace], tuple[Mapping[str, Any], Mapping[str, Any]]] | \
+        None = None
     text: Callable[[Any], str] | None = None
 
     def __call__(self, args: argparse.Namespace) -> int:
@@ -106,12 +108,14 @@ class Run:
         module, _, name = self.function.partition(":")
         result = getattr(importlib.import_module(module), name)(**kw)
         summary = result.to_dict()
-        summary["inputs"] = {k: None if given[k] is None else [str(v) for v in given[k]]
-                             if isinstance(given[k], list) else str(given[k]) for k in self.inputs}
+        if summary is not None:
+            summary["inputs"] = {k: None if given[k] is None else [str(v) for v in given[k]]
+                                 if isinstance(given[k], list) else str(given[k])
+                                 for k in self.inputs}
         tables = {file: how(result) for file, how in self.tables.items()}
         figures = {file: (result, kind) for file, kind in self.figures.items()}
         if self.files is not None:
-            more_tables, more_figures = self.files(result)
+            more_tables, more_figures = self.files(result, args)
             tables, figures = {**tables, **more_tables}, {**figures, **more_figures}
         text = result.headline() if self.text is None else self.text(result)
         _common.write_run(args, text.splitlines(), summary,

@@ -40,7 +40,7 @@ RUN = Run("bayes_risk.attacks.run:attacks_run", check=_check, arguments=(ATTACK_
                            "linkability": LINKABILITY_ARGUMENTS,
                            "inference": INFERENCE_ARGUMENTS},
           reads=("holdout", "schema", "random_seed"), inputs=("original", "synthetic", "holdout"),
-          files=lambda res: res.files())
+          files=lambda res, args: res.files())
 
 _EPILOG = """\
 examples:
