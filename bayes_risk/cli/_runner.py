@@ -68,8 +68,11 @@ class Run:
         The result's further tables and figures: a function of the result and the options
         giving them as ``write_run`` takes them (e.g. ``lambda result, args: result.files()``).
     text : callable, optional
-        What is printed of the result (default: its ``headline()``), e.g. ``lambda result:
-        result.summary().as_text()``.
+        What is printed of the result, a function of the result and the options (default: its
+        ``headline()``), e.g. ``lambda result, args: result.summary().as_text()``.
+    save : callable, optional
+        A function of the result and the options saving what the result holds (a release)
+        into the empty output folder it is given, before the other files.
     """
 
     function: str
@@ -83,7 +86,8 @@ class Run:
     figures: Mapping[str, str] = dataclasses.field(default_factory=dict)
     files: Callable[[Any, argparse.Namespace], tuple[Mapping[str, Any], Mapping[str, Any]]] | \
         None = None
-    text: Callable[[Any], str] | None = None
+    text: Callable[[Any, argparse.Namespace], str] | None = None
+    save: Callable[[Any, argparse.Namespace, Any], None] | None = None
 
     def __call__(self, args: argparse.Namespace) -> int:
         """Run the sub-command of ``args``; the exit status."""
@@ -117,9 +121,11 @@ class Run:
         if self.files is not None:
             more_tables, more_figures = self.files(result, args)
             tables, figures = {**tables, **more_tables}, {**figures, **more_figures}
-        text = result.headline() if self.text is None else self.text(result)
+        text = result.headline() if self.text is None else self.text(result, args)
+        save = self.save
         _common.write_run(args, text.splitlines(), summary,
                           tables={file: t for file, t in tables.items() if t is not None},
-                          figures=figures)
+                          figures=figures,
+                          extra=None if save is None else lambda tmp: save(result, args, tmp))
         return 0
 

@@ -23,10 +23,22 @@ class RemedyRun:
     release : SyntheticData
     steps : list of dict
         The steps of this run, as ``release.extra["post_processing"]`` records them.
+    labels : optional
+        The original's value and variable labels (a SAS, Stata or SPSS file's), which the
+        release is saved with.
     """
 
     release: Any
     steps: list[dict[str, Any]]
+    labels: Any = None
+
+    def to_dict(self) -> None:
+        """``None``: the release records itself (its manifest, :meth:`save`)."""
+        return None
+
+    def save(self, folder: Any, *, file_format: str = "parquet") -> None:
+        """Save the release into ``folder`` with the original's labels."""
+        self.release.save(folder, file_format=file_format, labels=self.labels)
 
     def lines(self) -> list[str]:
         """What each step did, one line per column or operation."""
@@ -55,7 +67,9 @@ def remedy_run(original: Any, synthetic: Any, *, synthpop: Mapping[str, Any] | N
     steps = out.extra["post_processing"][done:]
     for step in steps[1:]:
         step["source"] = steps[0]["source"]
-    return RemedyRun(out, steps)
+    from bayes_risk.data.statfiles import file_labels
+
+    return RemedyRun(out, steps, file_labels(original))
 
 
 def _per(values: list[int]) -> str:

@@ -75,7 +75,7 @@ def test_building_the_parser_imports_nothing_heavy():
 
 
 @pytest.mark.parametrize("name", ["utility", "membership", "original_risk", "attacks",
-                                  "orders", "disclosure"])
+                                  "orders", "disclosure", "remedy"])
 def test_every_row_of_the_runner_names_a_function_that_takes_its_arguments(name):
     """A ``Run`` row names its library function as a string (the parser imports no engine):
     the function exists, and takes the row's inputs, reads, spec and argument-group keywords

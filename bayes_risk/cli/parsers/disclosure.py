@@ -58,7 +58,7 @@ RUN = Run("bayes_risk.disclosure.run:disclosure_run", check=_check,
                  ("differencing", lambda args, v: args.differencing),
                  ("selected", lambda args, v: _common.parse_records(
                      args.selected, len(v["original"]), "--selected"))),
-          files=_files, text=lambda res: res.summary_text())
+          files=_files, text=lambda res, args: res.summary_text())
 
 
 _EPILOG = """\

@@ -76,7 +76,7 @@ RUN = Run("bayes_risk.visit_orders:compare_visit_orders", check=_check, inputs=(
                  ("identification", _identification), ("known", _known),
                  ("m", lambda args, read: args.m), "random_seed", "progressbar"),
           tables={"orders.csv": lambda res: res.table},
-          text=lambda res: res.summary().as_text().strip())
+          text=lambda res, args: res.summary().as_text().strip())
 
 
 _EPILOG = """\
