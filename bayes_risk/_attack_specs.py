@@ -24,12 +24,31 @@ from bayes_risk._specs import cli_option
 __all__ = ["SINGLING_OUT_ARGUMENTS", "LINKABILITY_ARGUMENTS", "INFERENCE_ARGUMENTS",
            "ATTACK_ARGUMENTS"]
 
+
+def _modes(modes: list[str]) -> list[str]:
+    """``--singling-out``'s modes, each once; ``none``: no mode (no singling out)."""
+    return [m for m in dict.fromkeys(modes) if m != "none"]
+
+
+def _column_lists(texts: list[str]) -> tuple[list[str], ...]:
+    """``--linkability``'s two comma-separated lists of columns (``Age,Urban Income``)."""
+    from bayes_risk.exceptions import ValidationError
+
+    out = tuple([c.strip() for c in text.split(",") if c.strip()] for text in texts)
+    for text, cols in zip(texts, out, strict=True):
+        if not cols:
+            raise ValidationError("--linkability: expected comma-separated lists of columns, "
+                                  f"e.g. Age,Urban Income,Educ. Got {text!r}.",
+                                  code="BAD_OPTION_VALUE")
+    return out
+
+
 #: singling_out_risk's own arguments (mode: the command's MODE "none" runs no singling out)
 SINGLING_OUT_ARGUMENTS: dict[str, dict[str, Any]] = {
     "mode": cli_option(
         "--singling-out", "modes to run: univariate (one column per predicate), multivariate "
         "(--n-cols columns), or none (default: both)", nargs="+", metavar="MODE",
-        choices=("univariate", "multivariate", "none"), group="singling out"),
+        choices=("univariate", "multivariate", "none"), parse=_modes, group="singling out"),
     "n_cols": cli_option(
         "--n-cols", "columns of a multivariate predicate (default 3)", type=int, metavar="N",
         group="singling out") | checked(Interval(int, 1)),
@@ -62,7 +81,7 @@ LINKABILITY_ARGUMENTS: dict[str, dict[str, Any]] = {
     "aux_columns": cli_option(
         "--linkability", "the columns of the intruder's two tables, each a comma-separated list, "
         "e.g. Age,Urban,Marital Income,Expenditure (without it linkability is not run)", nargs=2,
-        metavar=("COLS_A", "COLS_B"), group="linkability"),
+        metavar=("COLS_A", "COLS_B"), parse=_column_lists, group="linkability"),
     "n_neighbors": cli_option(
         "--n-neighbors", "nearest synthetic rows that may link the two parts of a record "
         "(default 1); the risk is given for every k up to K", type=int, metavar="K",

@@ -273,3 +273,34 @@ def is_number(value: Any) -> bool:
     import numpy as np
 
     return not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
+
+
+def parse_key_value(items: Sequence[str], argument: str,
+                    value_type: type = float) -> dict[str, Any]:
+    """An option's ``COLUMN=VALUE`` items, ``["Age=0.1", "Income=0.2"]``, as
+    ``{"Age": 0.1, "Income": 0.2}`` (``argument``: the option, named by its messages)."""
+    out: dict[str, Any] = {}
+    for it in items:
+        if "=" not in it:
+            raise ValidationError(f"{argument} expects COLUMN=VALUE. Got {it!r}.",
+                                  code="BAD_OPTION_VALUE")
+        k, v = it.split("=", 1)
+        try:
+            out[k] = value_type(v)
+        except ValueError as err:
+            raise ValidationError(f"{argument} {it!r}: value {v!r} is not a valid "
+                                  f"{value_type.__name__}.{percent_hint(v)}",
+                                  code="BAD_OPTION_VALUE") from err
+    return out
+
+
+def percent_hint(text: str) -> str:
+    """`` Write 10% as 0.1 ...`` for an option's value given as a percentage, where a fraction
+    is read (empty otherwise)."""
+    t = text.strip()
+    try:
+        share = float(t[:-1]) / 100 if t.endswith("%") else None
+    except ValueError:
+        share = None
+    return ("" if share is None else
+            f" Percentages are written as fractions here: write {t} as {share:g}.")

@@ -12,8 +12,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+<<<<<<< HEAD
 from bayes_risk._constraints import COLUMN_NAMES, SequenceOf, check_value
 from bayes_risk._rng import RandomSeed, as_generator
+=======
+from bayes_risk._rng import RandomSeed, as_generator, seed_to_json
+>>>>>>> h1-s100
 from bayes_risk._terminal import progress
 from bayes_risk.data.validate import check_m, require_distinct, require_frame
 from bayes_risk.exceptions import ValidationError, arg_name
@@ -188,6 +192,7 @@ def compare_visit_orders(
         "identification": {k: (v.to_dict() if k in ("match", "population") else v)
                            for k, v in id_kw.items() if k != "schema"},
         "utility": {k: v for k, v in ut_kw.items() if k != "schema"},
-        "common_random_numbers": True}
+        "common_random_numbers": True,
+        "random_seed": seed_to_json(random_seed)}
     return VisitOrderComparison(table=pd.DataFrame(rows), orders=ords, releases=releases,
                                 settings=settings)

@@ -12,7 +12,8 @@ call them.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,8 @@ from bayes_risk._constraints import COLUMN_NAMES, check_value
 from bayes_risk.attribute.specs import DEFAULT_DELTA
 from bayes_risk.exceptions import NotSupportedError, SchemaError, ValidationError, arg_name
 
-__all__ = ["relative_difference", "closest_match", "ESTIMATORS", "LEVEL"]
+__all__ = ["relative_difference", "closest_match", "business_run", "BusinessRun", "ESTIMATORS",
+           "LEVEL"]
 
 #: the intruder's estimators of a largest value: the release's value of the same rank, and the
 #: target record's own released value (rows that are the original's records)
@@ -370,3 +372,67 @@ def _scores(d2: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
     own = d2[np.arange(idx.size), idx]
     hit = closest[np.arange(idx.size), idx] & np.isfinite(own)
     return np.where(hit, 1.0 / np.maximum(k, 1), 0.0), k, own, best
+
+
+@dataclass(frozen=True)
+class BusinessRun:
+    """The measures of :func:`business_run` (``None``: not run).
+
+    Attributes
+    ----------
+    relative_difference : RelativeDifferenceResult or None
+    closest_match : ClosestMatchResult or None
+    """
+
+    relative_difference: Any = None
+    closest_match: Any = None
+
+    def _parts(self) -> list[tuple[str, Any]]:
+        return [(k, r) for k, r in (("relative_difference", self.relative_difference),
+                                    ("closest_match", self.closest_match)) if r is not None]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Each measure's ``to_dict()``, by its name."""
+        return {k: r.to_dict() for k, r in self._parts()}
+
+    def headline(self) -> str:
+        """Each measure's ``headline()``."""
+        return "\n".join(r.headline() for _, r in self._parts())
+
+    def files(self) -> tuple[dict[str, pd.DataFrame], dict[str, tuple[Any, str]]]:
+        """Each measure's table (``NAME.csv``) and figure (``NAME.png``)."""
+        kinds = {"relative_difference": "relative_difference", "closest_match": "datasets"}
+        return ({f"{k}.csv": r.to_dataframe() for k, r in self._parts()},
+                {f"{k}.png": (r, kinds[k]) for k, r in self._parts()})
+
+
+def business_run(original: pd.DataFrame, synthetic: Any, *,
+                 relative: Mapping[str, Any] | None = None,
+                 closest: Mapping[str, Any] | None = None,
+                 delta: float | None = None) -> BusinessRun:
+    """The business-data measures asked for, which read the release alone (no model).
+
+    Parameters
+    ----------
+    original, synthetic
+        As the measures take them.
+    relative : mapping, optional
+        Arguments of :func:`relative_difference`; run when it holds ``columns``.
+    closest : mapping, optional
+        Arguments of :func:`closest_match`; run when it holds ``keys`` (an empty list: the
+        default columns).
+    delta : float, optional
+        The relative difference's ``delta`` (default its own).
+
+    Returns
+    -------
+    BusinessRun
+    """
+    relative, closest = dict(relative or {}), dict(closest or {})
+    rd = cm = None
+    if "columns" in relative:
+        rd = relative_difference(original, synthetic, **relative,
+                                 **({} if delta is None else {"delta": delta}))
+    if "keys" in closest:
+        cm = closest_match(original, synthetic, keys=closest["keys"] or None)
+    return BusinessRun(rd, cm)

@@ -1,7 +1,8 @@
 """Command-line interface: ``bayes-risk SUBCOMMAND ...`` (also ``python -m bayes_risk``).
 
-Arguments are declared in the light ``bayes_risk.cli.parsers.NAME``, the run in
-``bayes_risk.cli.NAME`` (imported when it runs). See :doc:`/cli`.
+Arguments are declared in the light ``bayes_risk.cli.parsers.NAME``; the run is its row of
+the one runner (``bayes_risk.cli._runner.Run``) or ``bayes_risk.cli.NAME`` (imported when it
+runs). See :doc:`/cli`.
 """
 
 from __future__ import annotations

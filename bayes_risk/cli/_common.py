@@ -8,6 +8,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bayes_risk._specs import parse_key_value, percent_hint
 from bayes_risk.exceptions import ValidationError
 
 if TYPE_CHECKING:
@@ -18,10 +19,10 @@ __all__ = [
     "RECORDS_NOTE", "RECORDS_HELP", "print_summary", "read_records_table",
     "read_inputs", "missing_labels", "numeric_columns", "add_format_argument", "parse_records",
     "schema_from_args",
-    "release_schema", "parse_key_value", "add_dask_arguments", "dask_client", "dask_kwargs",
+    "release_schema", "add_dask_arguments", "dask_client", "dask_kwargs",
     "add_input_arguments", "add_run_arguments", "inputs_summary", "check_max_size",
     "known_sweep_line", "write_run", "read_model", "read_holdout", "run_seed", "parse_radius",
-    "parse_numbers", "parse_columns", "parse_one_or_pairs",
+    "parse_numbers", "parse_one_or_pairs",
 ]
 
 #: ``SYN`` of the sub-commands that read a release
@@ -317,35 +318,6 @@ def release_schema(original: pd.DataFrame, syn: Any, args: argparse.Namespace):
                           list(parse_missing_codes(codes)))
 
 
-def parse_key_value(items: Sequence[str], argument: str,
-                    value_type: type = float) -> dict[str, Any]:
-    """Parse ``["Age=0.1", "Income=0.2"]`` into ``{"Age": 0.1, "Income": 0.2}``."""
-    out: dict[str, Any] = {}
-    for it in items:
-        if "=" not in it:
-            raise ValidationError(f"{argument} expects COLUMN=VALUE. Got {it!r}.",
-                                  code="BAD_OPTION_VALUE")
-        k, v = it.split("=", 1)
-        try:
-            out[k] = value_type(v)
-        except ValueError as err:
-            raise ValidationError(f"{argument} {it!r}: value {v!r} is not a valid "
-                                  f"{value_type.__name__}.{_percent_hint(v)}",
-                                  code="BAD_OPTION_VALUE") from err
-    return out
-
-
-def _percent_hint(text: str) -> str:
-    """`` Write 10% as 0.1 ...`` for a value given as a percentage, where a fraction is read."""
-    t = text.strip()
-    try:
-        share = float(t[:-1]) / 100 if t.endswith("%") else None
-    except ValueError:
-        share = None
-    return ("" if share is None else
-            f" Percentages are written as fractions here: write {t} as {share:g}.")
-
-
 def parse_radius(items: list[str] | None, *,
                  vector: bool = True) -> float | list[float] | dict[str, float] | None:
     """``--radius``: ``COL=R`` for every value, or bare numbers (one: a float; several only with
@@ -373,19 +345,10 @@ def parse_numbers(text: str | None, option: str, *, none: bool = False) -> list[
     try:
         return [float(x) for x in text.split(",") if x.strip()]
     except ValueError as err:
-        pct = next((h for x in text.split(",") if (h := _percent_hint(x))), "")
+        pct = next((h for x in text.split(",") if (h := percent_hint(x))), "")
         raise ValidationError(f"{option} expects comma-separated numbers"
                               f"{' or none' if none else ''}. Got {text!r}.{pct}",
                               code="BAD_OPTION_VALUE") from err
-
-
-def parse_columns(text: str, option: str) -> list[str]:
-    """A comma-separated list of columns (``--linkability Age,Urban Income``)."""
-    cols = [c.strip() for c in text.split(",") if c.strip()]
-    if not cols:
-        raise ValidationError(f"{option}: expected comma-separated lists of columns, e.g. "
-                              f"Age,Urban Income,Educ. Got {text!r}.", code="BAD_OPTION_VALUE")
-    return cols
 
 
 def parse_one_or_pairs(items: list[str] | None, option: str, what: str, *,

@@ -22,6 +22,8 @@ _READS: dict[str, tuple[str, Callable[[argparse.Namespace, dict[str, Any]], Any]
                                                                  len(v["original"]))),
     "schema": ("schema", lambda args, v: _common.release_schema(v["original"],
                                                                 v["synthetic"], args)),
+    # ORIGINAL's types with the type options on top (a command that reads no release)
+    "types": ("schema", lambda args, v: _common.schema_from_args(v["original"], args)),
     "random_seed": ("random_seed", lambda args, v: args.random_seed),
     # the seed given, else a fresh one: recorded in summary.json, the run repeats exactly
     "fresh_seed": ("random_seed", lambda args, v: _common.run_seed(args)),
@@ -34,8 +36,9 @@ _READS: dict[str, tuple[str, Callable[[argparse.Namespace, dict[str, Any]], Any]
 class Run:
     """A sub-command that reads ORIGINAL (and SYN, when its ``inputs`` name it), calls
     ``function`` with the options' specs and arguments (the library checks them) and what it
-    ``reads``, writes the result's ``to_dict()`` with the ``inputs`` as ``summary.json``, its
-    ``tables`` and ``figures``, and prints the result's ``headline()``.
+    ``reads``, writes the result's ``to_dict()`` with the ``inputs`` as ``summary.json`` (none
+    of its own for ``None``), its ``tables`` and ``figures``, and prints the result's
+    ``headline()``.
 
     Parameters
     ----------
@@ -45,8 +48,15 @@ class Run:
         Keyword -> spec class, built from its options before any file is read.
     arguments : tuple
         The tables of the function's arguments (their options passed when given).
-    reads : tuple of str
-        The keywords of ``_READS`` it reads, in order, after ORIGINAL and SYN.
+    argument_groups : mapping
+        Keyword -> a table of arguments passed together as that one keyword's mapping (the
+        arguments of one of the calls the function makes).
+    check : callable, optional
+        A check of the options against each other (``ValidationError``), before any file is
+        read.
+    reads : tuple
+        What it reads, in order, after ORIGINAL and SYN: keywords of ``_READS``, or the
+        command's own reads, (keyword, function of the options and of what was read before).
     inputs : tuple of str
         The options recorded in ``summary.json``'s ``inputs``, in order.
     tables : mapping
@@ -54,38 +64,68 @@ class Run:
         index), a writer of the path or ``None`` (nothing written).
     figures : mapping
         File name -> the result's plot kind.
+    files : callable, optional
+        The result's further tables and figures: a function of the result and the options
+        giving them as ``write_run`` takes them (e.g. ``lambda result, args: result.files()``).
+    text : callable, optional
+        What is printed of the result, a function of the result and the options (default: its
+        ``headline()``), e.g. ``lambda result, args: result.summary().as_text()``.
+    save : callable, optional
+        A function of the result and the options saving what the result holds (a release)
+        into the empty output folder it is given, before the other files.
     """
 
     function: str
     specs: Mapping[str, type] = dataclasses.field(default_factory=dict)
     arguments: tuple[Mapping[str, Any], ...] = ()
-    reads: tuple[str, ...] = ()
+    argument_groups: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    check: Callable[[argparse.Namespace], None] | None = None
+    reads: tuple[str | tuple[str, Callable[[argparse.Namespace, dict[str, Any]], Any]], ...] = ()
     inputs: tuple[str, ...] = ("original", "synthetic")
     tables: Mapping[str, Callable[[Any], Any]] = dataclasses.field(default_factory=dict)
     figures: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    files: Callable[[Any, argparse.Namespace], tuple[Mapping[str, Any], Mapping[str, Any]]] | \
+        None = None
+    text: Callable[[Any, argparse.Namespace], str] | None = None
+    save: Callable[[Any, argparse.Namespace, Any], None] | None = None
 
     def __call__(self, args: argparse.Namespace) -> int:
         """Run the sub-command of ``args``; the exit status."""
         from bayes_risk._specs import argument_values, spec_values
 
-        given = vars(args)  # the specs' checks come before any file is read
+        given = vars(args)  # the options' checks come before any file is read
+        if self.check is not None:
+            self.check(args)
         kw: dict[str, Any] = {k: spec(**spec_values(spec, given)) for k, spec in self.specs.items()}
         for table in self.arguments:
             kw.update(argument_values(table, given))
+        kw.update({k: argument_values(table, given) for k, table in self.argument_groups.items()})
         if "synthetic" in self.inputs:
             kw["original"], kw["synthetic"] = _common.read_inputs(args)
         else:
-            kw["original"] = _common.read_records_table(args.original, "ORIGINAL")
-        for name in self.reads:
-            kw[_READS[name][0]] = _READS[name][1](args, kw)
+            kw["original"] = _common.read_records_table(
+                args.original, "ORIGINAL", _common.missing_labels(args),
+                _common.numeric_columns(args))
+        for read in self.reads:
+            keyword, reader = _READS[read] if isinstance(read, str) else read
+            kw[keyword] = reader(args, kw)
         module, _, name = self.function.partition(":")
         result = getattr(importlib.import_module(module), name)(**kw)
         summary = result.to_dict()
-        summary["inputs"] = {k: None if given[k] is None else [str(v) for v in given[k]]
-                             if isinstance(given[k], list) else str(given[k]) for k in self.inputs}
+        if summary is not None:
+            summary["inputs"] = {k: None if given[k] is None else [str(v) for v in given[k]]
+                                 if isinstance(given[k], list) else str(given[k])
+                                 for k in self.inputs}
         tables = {file: how(result) for file, how in self.tables.items()}
-        _common.write_run(args, result.headline().splitlines(), summary,
+        figures = {file: (result, kind) for file, kind in self.figures.items()}
+        if self.files is not None:
+            more_tables, more_figures = self.files(result, args)
+            tables, figures = {**tables, **more_tables}, {**figures, **more_figures}
+        text = result.headline() if self.text is None else self.text(result, args)
+        save = self.save
+        _common.write_run(args, text.splitlines(), summary,
                           tables={file: t for file, t in tables.items() if t is not None},
-                          figures={file: (result, kind) for file, kind in self.figures.items()})
+                          figures=figures,
+                          extra=None if save is None else lambda tmp: save(result, args, tmp))
         return 0
 

@@ -6,6 +6,7 @@ import argparse
 import functools
 from typing import Any
 
+from bayes_risk.attribute.specs import CLOSEST_MATCH_ARGUMENTS, RELATIVE_DIFFERENCE_ARGUMENTS
 from bayes_risk.cli._common import (
     check_max_size,
     dask_client,
@@ -16,6 +17,7 @@ from bayes_risk.cli._common import (
     read_inputs,
     write_run,
 )
+from bayes_risk.cli._runner import Run
 
 __all__ = ["run", "parse_records", "parse_pairs"]
 
@@ -173,31 +175,12 @@ def _business(args: argparse.Namespace) -> bool:
     return True
 
 
-def _run_business(args: argparse.Namespace, original: Any, synthetic: Any) -> int:
-    """``--relative-difference`` and ``--closest-match``: their tables, figures and
-    ``summary.json``."""
-    from bayes_risk.attribute.business import closest_match, relative_difference
-
-    summary: dict[str, Any] = {"inputs": inputs_summary(args)}
-    tables: dict[str, Any] = {}
-    figures: dict[str, Any] = {}
-    lines: list[str] = []
-    if args.relative_difference is not None:
-        rd = relative_difference(original, synthetic, columns=args.relative_difference,
-                                 **{k: v for k, v in (("top", args.top), ("delta", args.delta))
-                                    if v is not None})
-        summary["relative_difference"] = rd.to_dict()
-        tables["relative_difference.csv"] = rd.to_dataframe()
-        figures["relative_difference.png"] = (rd, "relative_difference")
-        lines.append(rd.headline())
-    if args.closest_match is not None:
-        cm = closest_match(original, synthetic, keys=args.closest_match or None)
-        summary["closest_match"] = cm.to_dict()
-        tables["closest_match.csv"] = cm.to_dataframe()
-        figures["closest_match.png"] = (cm, "datasets")
-        lines.append(cm.headline())
-    write_run(args, lines, summary, tables=tables, figures=figures)
-    return 0
+#: the business-data measures (the release alone): a row of the runner
+BUSINESS = Run("bayes_risk.attribute.business:business_run",
+               argument_groups={"relative": RELATIVE_DIFFERENCE_ARGUMENTS,
+                                "closest": CLOSEST_MATCH_ARGUMENTS},
+               reads=(("delta", lambda args, read: args.delta),),
+               files=lambda res, args: res.files())
 
 
 def run(args: argparse.Namespace) -> int:
@@ -210,8 +193,7 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.cli._run import command_line_options
 
     if _business(args):
-        original, synthetic = read_inputs(args)
-        return _run_business(args, original, synthetic)
+        return BUSINESS(args)
     original, synthetic = read_inputs(args)
     spec = _scenario(args, len(original))  # checked before any fit
     check_max_size(args)

@@ -111,7 +111,8 @@ def model_settings(args: argparse.Namespace, cls: type, options: Any, **kw: Any
     model ``cls`` (:func:`bayes_risk.registry.model_settings`, with ``kw``), their texts parsed
     here."""
     from bayes_risk import registry
-    from bayes_risk.cli._common import parse_key_value, parse_one_or_pairs
+    from bayes_risk._specs import parse_key_value
+    from bayes_risk.cli._common import parse_one_or_pairs
 
     convert = {
         "families": lambda v, flag: {k.strip(): x.strip() for k, x in

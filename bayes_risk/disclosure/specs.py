@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bayes_risk._constraints import Flag, Interval, Options, check_fields, check_value, checked
-from bayes_risk._specs import cli_option
+from bayes_risk._specs import cli_option, parse_key_value
 from bayes_risk.exceptions import ValidationError
 
 __all__ = ["ExclusionSpec", "CONVENTIONS", "ORIGINAL_RISK_ARGUMENTS", "DISCLOSURE_ARGUMENTS",
@@ -173,8 +173,40 @@ DISCLOSURE_ARGUMENTS: dict[str, dict[str, Any]] = {
         choices=("synthpop",), group=CONVENTIONS),
 }
 
+def _number(text: str, option: str, col: str) -> float | None:
+    """A value of ``option``'s ``col``; an empty bound of ``--bottom-top`` is ``None``."""
+    if not text.strip() and option == "--bottom-top":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValidationError(f"{option} {col}: {text!r} is not a number.",
+                              code="BAD_OPTION_VALUE") from None
+    return int(value) if value.is_integer() else value
+
+
+def _bounds(items: list[str]) -> dict[str, tuple[float | None, float | None]]:
+    """``--bottom-top COL=BOTTOM:TOP ...`` as ``sdc``'s ``bottom_top_coding`` (``sdc`` checks
+    the columns and bounds)."""
+    coding = {}
+    for col, bounds in parse_key_value(items, "--bottom-top", str).items():
+        low, sep, high = bounds.partition(":")
+        if not sep or ":" in high:
+            raise ValidationError(f"--bottom-top {col}={bounds}: expected COL=BOTTOM:TOP, a side "
+                                  "empty for no bound (Income=:200000).",
+                                  code="BAD_OPTION_VALUE")
+        coding[col] = (_number(low, "--bottom-top", col), _number(high, "--bottom-top", col))
+    return coding
+
+
+def _excluded(items: list[str]) -> dict[str, list[float | None]]:
+    """``--exclude COL=V,V ...`` as ``sdc``'s ``recode_exclude``."""
+    return {col: [_number(v, "--exclude", col) for v in values.split(",")]
+            for col, values in parse_key_value(items, "--exclude", str).items()}
+
+
 #: the arguments of :func:`~bayes_risk.disclosure.sdc.sdc` with their options of ``bayes-risk
-#: remedy`` (which reads the texts of --bottom-top and --exclude) and checks
+#: remedy`` (the texts of --bottom-top and --exclude read by their ``parse``) and checks
 SDC_ARGUMENTS: dict[str, dict[str, Any]] = {
     "remove": cli_option(
         "--remove", "remove the synthetic records unique on --keys in their dataset that are "
@@ -188,10 +220,10 @@ SDC_ARGUMENTS: dict[str, dict[str, Any]] = {
     "bottom_top_coding": cli_option(
         "--bottom-top", "bottom and top coding of a numeric synthesized column: values below "
         "BOTTOM become BOTTOM, above TOP become TOP; leave a side empty for no bound "
-        "(Income=:200000)", nargs="+", metavar="COL=BOTTOM:TOP"),
+        "(Income=:200000)", nargs="+", metavar="COL=BOTTOM:TOP", parse=_bounds),
     "recode_exclude": cli_option(
         "--exclude", "values of a --bottom-top column left as they are (a missing-value code)",
-        nargs="+", metavar="COL=V[,V...]"),
+        nargs="+", metavar="COL=V[,V...]", parse=_excluded),
     "smooth": cli_option(
         "--smooth", "numeric synthesized columns replaced by a cubic smoothing spline of their "
         "sorted values (synthpop's smooth.vars), dataset by dataset", nargs="+", metavar="COL"),

@@ -74,10 +74,12 @@ def test_building_the_parser_imports_nothing_heavy():
     assert out.stdout.strip() == "[] []", out.stdout + out.stderr
 
 
-@pytest.mark.parametrize("name", ["utility", "membership", "original_risk"])
+@pytest.mark.parametrize("name", ["utility", "membership", "original_risk", "attacks",
+                                  "orders", "disclosure", "remedy"])
 def test_every_row_of_the_runner_names_a_function_that_takes_its_arguments(name):
     """A ``Run`` row names its library function as a string (the parser imports no engine):
-    the function exists, and takes the row's inputs, reads and spec keywords by name."""
+    the function exists, and takes the row's inputs, reads, spec and argument-group keywords
+    by name."""
     import importlib
     import inspect
 
@@ -86,8 +88,9 @@ def test_every_row_of_the_runner_names_a_function_that_takes_its_arguments(name)
     row = importlib.import_module(f"bayes_risk.cli.parsers.{name}").RUN
     module, _, function = row.function.partition(":")
     params = inspect.signature(getattr(importlib.import_module(module), function)).parameters
-    names = [*({"original", "synthetic"} & set(row.inputs)), *(_READS[r][0] for r in row.reads),
-             *row.specs]
+    names = [*({"original", "synthetic"} & set(row.inputs)),
+             *((_READS[r] if isinstance(r, str) else r)[0] for r in row.reads), *row.specs,
+             *row.argument_groups]
     assert set(names) <= set(params), set(names) - set(params)
 
 

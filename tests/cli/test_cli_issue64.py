@@ -170,12 +170,12 @@ def test_every_size_is_checked_before_the_work(cli, work, argv, named, tmp_path)
 
 def test_out_of_memory_names_only_the_commands_options(cli, work, monkeypatch, tmp_path):
     # the issue's: attacks out of memory advised --draws and --components
-    import bayes_risk.cli.attacks as attacks
+    import bayes_risk.attacks.run as attacks
 
-    def oom(args):
+    def oom(*args, **kwargs):
         raise MemoryError
 
-    monkeypatch.setattr(attacks, "run", oom)
+    monkeypatch.setattr(attacks, "attacks_run", oom)
     line = _error(cli, ["attacks", "ce.csv", "rel", "--holdout", "hold.csv"], work,
                   "OUT_OF_MEMORY", tmp_path / "out")
     assert "--n-attacks" in line and "--max-attempts" in line

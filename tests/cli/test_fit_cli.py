@@ -20,15 +20,6 @@ from bayes_risk.models import load_model
 pytestmark = pytest.mark.filterwarnings("ignore::bayes_risk.exceptions.ConvergenceWarning")
 
 
-@pytest.fixture(autouse=True)
-def _available_subcommands(monkeypatch):
-    # sub-commands written by other engineers may not exist yet in this checkout
-    present = tuple(
-        n for n in cli.SUBCOMMANDS if importlib.util.find_spec(f"bayes_risk.cli.{n}") is not None
-    )
-    monkeypatch.setattr(cli, "SUBCOMMANDS", present)
-
-
 def _write_csv(folder):
     df = make_acs_like(300, random_seed=5)[["SEX", "AGE", "MAR", "MIG"]]
     df = df.astype("int64")  # integer-coded factors, as in a CSV

@@ -1,4 +1,4 @@
-"""Arguments of ``bayes-risk attacks`` (run: :mod:`bayes_risk.cli.attacks`)."""
+"""``bayes-risk attacks``: its arguments and its run (the runner's row)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,35 @@ from bayes_risk._attack_specs import (
     SINGLING_OUT_ARGUMENTS,
 )
 from bayes_risk.cli._common import add_input_arguments, add_run_arguments, add_type_arguments
+from bayes_risk.cli._runner import Run
 from bayes_risk.cli.parsers import add_argument_options
 
-__all__ = ["add_parser"]
+__all__ = ["add_parser", "RUN"]
+
+
+def _check(args: argparse.Namespace) -> None:
+    """Some attack to run, and --aux-columns with the inference it belongs to."""
+    from bayes_risk.exceptions import ValidationError
+
+    chosen = args.singling_out or []  # not given: both modes (the function's default)
+    if "none" in chosen and set(chosen) != {"none"}:
+        raise ValidationError("--singling-out none cannot be given with a mode.",
+                              code="OPTION_CONFLICT")
+    if "none" in chosen and args.linkability is None and args.inference is None:
+        raise ValidationError("nothing to run: --singling-out none needs --linkability "
+                              "COLS_A COLS_B or --inference SECRET.", code="OPTION_REQUIRED")
+    if args.aux_columns is not None and args.inference is None:
+        raise ValidationError("--aux-columns is the inference intruder's knowledge: it needs "
+                              "--inference SECRET.", code="OPTION_REQUIRED")
+
+
+#: attacks_run of ORIGINAL, SYN and --holdout: the attacks given, each with its own options
+RUN = Run("bayes_risk.attacks.run:attacks_run", check=_check, arguments=(ATTACK_ARGUMENTS,),
+          argument_groups={"singling_out": SINGLING_OUT_ARGUMENTS,
+                           "linkability": LINKABILITY_ARGUMENTS,
+                           "inference": INFERENCE_ARGUMENTS},
+          reads=("holdout", "schema", "random_seed"), inputs=("original", "synthetic", "holdout"),
+          files=lambda res, args: res.files())
 
 _EPILOG = """\
 examples:
@@ -77,7 +103,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     add_argument_options(p, SINGLING_OUT_ARGUMENTS, LINKABILITY_ARGUMENTS, INFERENCE_ARGUMENTS,
                          ATTACK_ARGUMENTS)
     add_type_arguments(p)
-    add_run_arguments(p, "bayes_risk.cli.attacks",
+    add_run_arguments(p, RUN,
                       "singling_out.csv, linkability.csv, summary.json and plots",
                       check="SYN")
     return p

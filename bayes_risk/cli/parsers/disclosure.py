@@ -1,20 +1,64 @@
-"""Arguments of ``bayes-risk disclosure`` (run: :mod:`bayes_risk.cli.disclosure`)."""
+"""``bayes-risk disclosure``: its arguments and its run (the runner's row)."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
+from bayes_risk.cli import _common
 from bayes_risk.cli._common import (
     NO_SEED,
     add_input_arguments,
     add_run_arguments,
     add_type_arguments,
 )
+from bayes_risk.cli._runner import Run
 from bayes_risk.cli.parsers import add_argument_options, add_spec_options
 from bayes_risk.disclosure.specs import DISCLOSURE_ARGUMENTS, ExclusionSpec
 
-__all__ = ["add_parser"]
+__all__ = ["add_parser", "RUN"]
+
+
+def _check(args: argparse.Namespace) -> None:
+    """--keys with --target, or --differencing; --selected with --differencing."""
+    from bayes_risk.exceptions import ValidationError
+
+    if (args.keys is None) != (args.target is None) or (args.keys is None
+                                                        and not args.differencing):
+        raise ValidationError("disclosure needs --keys and --target (synthpop's measures), "
+                              "--differencing, or both.", code="OPTION_REQUIRED")
+    if args.selected is not None and not args.differencing:
+        raise ValidationError("--selected is read by --differencing only.",
+                              code="OPTION_CONFLICT")
+
+
+def _files(res: Any, args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The measures' tables; the differencing check's files, its inputs with --selected."""
+    tables: dict[str, Any] = {}
+    if res.measures is not None:
+        m = res.measures
+        tables = {"ident.csv": m.ident, "attrib.csv": m.attrib, "allCAPs.csv": m.allCAPs,
+                  "replicated_uniques.csv": m.replicated_uniques.table}
+    if res.differencing is not None:
+        from bayes_risk._io import write_json
+
+        d = res.differencing.to_dict()
+        d["inputs"] = {"original": str(args.original),
+                       "synthetic": [str(s) for s in args.synthetic], "selected": args.selected}
+        tables["differencing.json"] = lambda path: write_json(path, d)
+        tables["differencing.csv"] = res.differencing.to_dataframe()
+    return tables, {}
+
+
+#: disclosure_run of ORIGINAL and SYN: the measures of --keys, the differencing check
+RUN = Run("bayes_risk.disclosure.run:disclosure_run", check=_check,
+          specs={"exclude": ExclusionSpec}, arguments=(DISCLOSURE_ARGUMENTS,),
+          reads=(("schema", lambda args, v: None if args.keys is None else
+                  _common.release_schema(v["original"], v["synthetic"], args)),
+                 ("differencing", lambda args, v: args.differencing),
+                 ("selected", lambda args, v: _common.parse_records(
+                     args.selected, len(v["original"]), "--selected"))),
+          files=_files, text=lambda res, args: res.summary_text())
 
 
 _EPILOG = """\
@@ -65,6 +109,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--selected", default=None, metavar="FILE",
                    help="with --differencing: the records selected for synthesis, one 0-based "
                    "record number per line (default: the records the release changed)")
-    add_run_arguments(p, "bayes_risk.cli.disclosure", "summary.json and one CSV per measure family",
+    add_run_arguments(p, RUN, "summary.json and one CSV per measure family",
                       seed=NO_SEED, check="the release SYN")
     return p

@@ -1,14 +1,82 @@
-"""Arguments of ``bayes-risk orders`` (run: :mod:`bayes_risk.cli.orders`)."""
+"""``bayes-risk orders``: its arguments and its run (the runner's row)."""
 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from bayes_risk.cli._common import add_input_arguments, add_run_arguments, add_type_arguments
+from bayes_risk.cli._runner import Run
 from bayes_risk.cli.options.trees import tree_options
 from bayes_risk.cli.parsers.fit import add_model_options
 
-__all__ = ["add_parser"]
+__all__ = ["add_parser", "RUN"]
+
+
+def _check(args: argparse.Namespace) -> None:
+    """--membership unknown with its sampling fraction."""
+    if args.membership == "unknown" and args.sampling_fraction is None:
+        from bayes_risk.exceptions import ValidationError
+
+        raise ValidationError("--membership unknown needs --sampling-fraction A.",
+                              code="OPTION_REQUIRED")
+
+
+def _orders(args: argparse.Namespace, read: dict[str, Any]) -> list[list[str]]:
+    """The visit orders of --order, each a column of ORIGINAL."""
+    orders = [[c.strip() for c in o.split(",") if c.strip()] for o in args.order]
+    for o in orders:
+        read["schema"].check_columns(o, "--order")
+    return orders
+
+
+def _synthesizer(args: argparse.Namespace, read: dict[str, Any]) -> Any:
+    """``--method``'s registered synthesizer with the settings given, checked by what the class
+    declares (``ModelInfo.visit_order``) and takes, never by its name."""
+    from bayes_risk.cli.fit import model_settings
+    from bayes_risk.contract import capabilities
+    from bayes_risk.exceptions import ValidationError
+    from bayes_risk.models import get_synthesizer
+
+    cls = get_synthesizer(args.method)
+    if not capabilities(cls).visit_order:
+        raise ValidationError(f"--method {args.method}: {cls.__name__} does not synthesize its "
+                              "columns in a visit order (its ModelInfo does not declare "
+                              "visit_order), so there are no orders to compare; use a sequential "
+                              "synthesizer such as cart or rf.", code="OPTION_CONFLICT")
+    return cls(**model_settings(args, cls, tree_options(orders=True)))
+
+
+def _identification(args: argparse.Namespace, read: dict[str, Any]) -> dict[str, Any]:
+    """The identification risk's match (--radius) and population (--membership unknown)."""
+    from bayes_risk._specs import parse_key_value
+    from bayes_risk.identification.specs import MatchSpec, PopulationSpec
+
+    ident: dict[str, Any] = {}
+    if args.radius:
+        ident["match"] = MatchSpec(radius=parse_key_value(args.radius, "--radius", float),
+                                   radius_type=args.radius_type)
+    if args.membership == "unknown":
+        ident["population"] = PopulationSpec(membership="unknown", counts="loglinear_synthetic",
+                                              sampling_fraction=args.sampling_fraction)
+    return ident
+
+
+def _known(args: argparse.Namespace, read: dict[str, Any]) -> list[str]:
+    """The intruder's columns: --known-unsynthesized, then --known-synthesized (default: every
+    column of the orders)."""
+    synthesized = list(dict.fromkeys(c for o in read["orders"] for c in o))
+    return [*args.known_unsynthesized,
+            *(args.known_synthesized if args.known_synthesized is not None else synthesized)]
+
+
+#: compare_visit_orders of ORIGINAL: one synthesizer of --method, every --order
+RUN = Run("bayes_risk.visit_orders:compare_visit_orders", check=_check, inputs=("original",),
+          reads=("types", ("orders", _orders), ("synthesizer", _synthesizer),
+                 ("identification", _identification), ("known", _known),
+                 ("m", lambda args, read: args.m), "random_seed", "progressbar"),
+          tables={"orders.csv": lambda res: res.table},
+          text=lambda res, args: res.summary().as_text().strip())
 
 
 _EPILOG = """\
@@ -52,5 +120,5 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     add_type_arguments(p, fits=True)
     p.add_argument("-m", type=int, default=5, metavar="M", help="datasets per order (default 5)")
     add_model_options(p, tree_options(orders=True), "cart, rf")
-    add_run_arguments(p, "bayes_risk.cli.orders", "orders.csv, summary.json", seed=1)
+    add_run_arguments(p, RUN, "orders.csv, summary.json", seed=1)
     return p

@@ -1,4 +1,4 @@
-"""Arguments of ``bayes-risk remedy`` (run: :mod:`bayes_risk.cli.remedy`)."""
+"""``bayes-risk remedy``: its arguments and its run (the runner's row)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,36 @@ from bayes_risk.cli._common import (
     add_input_arguments,
     add_run_arguments,
 )
+from bayes_risk.cli._runner import Run
 from bayes_risk.cli.parsers import add_argument_options
 from bayes_risk.disclosure.specs import SDC_ARGUMENTS, SDCMICRO_ARGUMENTS
 
-__all__ = ["add_parser"]
+__all__ = ["add_parser", "RUN"]
+
+
+def _check(args: argparse.Namespace) -> None:
+    """Some remedy to apply."""
+    from bayes_risk._specs import argument_values
+
+    if not any(argument_values(t, vars(args)) for t in (SDC_ARGUMENTS, SDCMICRO_ARGUMENTS)):
+        from bayes_risk.exceptions import ValidationError
+
+        raise ValidationError("nothing to do: give --bottom-top, --remove, --smooth, --pram, "
+                              "--local-suppression, --microaggregation or --add-noise.",
+                              code="OPTION_REQUIRED")
+
+
+def _text(res: Any, args: argparse.Namespace) -> str:
+    """The datasets post-processed, then what each step did."""
+    return "\n".join([f"post-processed {res.release.m} dataset(s) of {str(args.synthetic[0])!r}"
+                      + (" ..." if len(args.synthetic) > 1 else ""), *res.lines()])
+
+
+#: remedy_run of ORIGINAL and SYN, the release saved in --format
+RUN = Run("bayes_risk.disclosure.remedy:remedy_run", check=_check,
+          argument_groups={"synthpop": SDC_ARGUMENTS, "sdcmicro_options": SDCMICRO_ARGUMENTS},
+          reads=("random_seed",), text=_text,
+          save=lambda res, args, folder: res.save(folder, file_format=args.file_format))
 
 
 _EPILOG = """\
@@ -63,7 +89,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     # sdc's and sdcmicro's arguments, declared by the library
     add_argument_options(p, SDC_ARGUMENTS, SDCMICRO_ARGUMENTS)
     add_format_argument(p)
-    add_run_arguments(p, "bayes_risk.cli.remedy",
+    add_run_arguments(p, RUN,
                       "the post-processed release (a SyntheticData folder)",
                       check="SYN")
     return p
