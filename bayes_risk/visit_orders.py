@@ -12,12 +12,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-<<<<<<< HEAD
 from bayes_risk._constraints import COLUMN_NAMES, SequenceOf, check_value
-from bayes_risk._rng import RandomSeed, as_generator
-=======
 from bayes_risk._rng import RandomSeed, as_generator, seed_to_json
->>>>>>> h1-s100
 from bayes_risk._terminal import progress
 from bayes_risk.data.validate import check_m, require_distinct, require_frame
 from bayes_risk.exceptions import ValidationError, arg_name
