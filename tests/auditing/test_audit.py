@@ -654,7 +654,7 @@ def test_utility_risk_figure_names_the_radius_of_the_verdict_among_ties(audited_
     0.01" beside a verdict note "Age exact")."""
     import dataclasses
 
-    from bayes_risk.auditing.measures.identification import worst_case_point
+    from bayes_risk.auditing.measures._identification_lines import worst_case_point
     from bayes_risk.auditing.measures.utility import utility_risk_points
     from bayes_risk.auditing.plan import radius_text
 

@@ -15,8 +15,8 @@ import bayes_risk as br
 from bayes_risk import _memory
 from bayes_risk.auditing import api as audit_api
 from bayes_risk.auditing import memory_plan
+from bayes_risk.auditing.measures import _attribute_cost as attribute_cost
 from bayes_risk.auditing.measures import attacks as attacks_measure
-from bayes_risk.auditing.measures import attribute as attribute_measure
 from bayes_risk.auditing.measures import posterior_identification as posterior_measure
 from bayes_risk.data import SyntheticData
 
@@ -65,9 +65,9 @@ def test_the_attribute_steps_least_need():
                         m=2, given=br.AuditSettings(), attribute_source="model")
     # worked: a record keeps 8 (2 + 5 + 200) + 2048 + 1500 + 16 x 200 = 8,404 bytes at one
     # candidate; one record's working arrays 8 (2 + 2)(2 + 200) = 6,464
-    assert attribute_measure._attribute_need(p) == 80 * 8404 + 6464
+    assert attribute_cost._attribute_need(p) == 80 * 8404 + 6464
     p.attribute_records = [0, 3]
-    assert attribute_measure._attribute_need(p) == 2 * 8404 + 6464
+    assert attribute_cost._attribute_need(p) == 2 * 8404 + 6464
 
 
 @pytest.mark.parametrize("source", ["cart plug-in", "rf plug-in"])
@@ -81,9 +81,9 @@ def test_a_plug_in_attribute_step_is_planned_without_a_bootstrap(source):
 
     p = SimpleNamespace(n_records=80, attribute_records=None, synthesized=["Income", "Tenure"],
                         m=2, given=br.AuditSettings(), attribute_source=source)
-    assert attribute_measure._attribute_sizes(p) == (80, 0)
-    assert attribute_measure._attribute_need(p) == 80 * 3604 + 64
-    assert attribute_measure._attribute_kept(p) == 80 * 4000
+    assert attribute_cost._attribute_sizes(p) == (80, 0)
+    assert attribute_cost._attribute_need(p) == 80 * 3604 + 64
+    assert attribute_cost._attribute_kept(p) == 80 * 4000
 
 
 def test_the_steps_run_within_the_default_budget(monkeypatch, tmp_path, capsys):
@@ -413,8 +413,8 @@ def test_the_attribute_steps_kept_memory_is_what_its_results_hold():
 
     p = SimpleNamespace(n_records=80, attribute_records=None, synthesized=["Income", "Tenure"],
                         m=2, given=br.AuditSettings(), attribute_source="model")
-    assert attribute_measure._attribute_kept(p) == 80 * (16 * 200 + 4000)
-    assert attribute_measure._attribute_kept(p) < attribute_measure._attribute_need(p)
+    assert attribute_cost._attribute_kept(p) == 80 * (16 * 200 + 4000)
+    assert attribute_cost._attribute_kept(p) < attribute_cost._attribute_need(p)
 
 
 def test_the_attacks_step_is_planned():

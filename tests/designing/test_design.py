@@ -137,7 +137,7 @@ def test_a_line_with_flagged_records_passes_only_at_its_worst_case(ce, toy_measu
         "every line; no audited candidate passes")
     assert "Excluded regions (no audited candidate with this value passes)" in str(part)
     # the subsample screen excludes on the worst case too: 300 records, every one flagged
-    from bayes_risk.designing.search import _lower_bound_past, line_record
+    from bayes_risk.designing.evaluate import _lower_bound_past, line_record
 
     every = Verdict(step="attribute", measure="share", value=float("nan"), threshold=5.0,
                     direction="max", source=None, unit="%", flagged=300,
@@ -224,9 +224,9 @@ def test_cpu_budget_stops_the_candidate_running_when_it_is_spent(ce, toy_measure
     cut = res.stop.split("(", 2)[2].rsplit("), which", 1)[0]
     more = _toy_design(ce, random_seed=1, max_candidates=12, cpu_budget=60.0, out=out,
                        resume=True)
-    from bayes_risk.designing.search import _describe
+    from bayes_risk.designing.evaluate import describe
 
-    done = [_describe({**r["settings"], "key": r["key"]}) for r in more.candidates]
+    done = [describe({**r["settings"], "key": r["key"]}) for r in more.candidates]
     assert cut in done[len(res.candidates):] and len(more.candidates) == 12
     # a budget spent inside the first candidate: nothing audited, the files still written
     none = _toy_design(ce, random_seed=1, max_candidates=12, cpu_budget=1e-3,
@@ -237,7 +237,7 @@ def test_cpu_budget_stops_the_candidate_running_when_it_is_spent(ce, toy_measure
 
 def test_plan_states_the_start_audits_memory_scaled_to_the_largest_m(ce, toy_measure):
     from bayes_risk._memory import memory_limit, resident_memory
-    from bayes_risk.designing.search import _memory_line
+    from bayes_risk.designing.plan import memory_line
 
     # the start audit's summary as the audit records it: its least budget among the settings
     start = {"n_records": len(ce), "m": 3, "verdicts": [], "steps": [],
@@ -253,10 +253,10 @@ def test_plan_states_the_start_audits_memory_scaled_to_the_largest_m(ce, toy_mea
     cands = [{"m": 6}, {"m": 3}]
     facts = {"m": 3, "least_budget": 100e6}
     with memory_limit("150MB"):
-        assert "the candidates of the largest m may be refused" in _memory_line(facts, cands)
+        assert "the candidates of the largest m may be refused" in memory_line(facts, cands)
     with memory_limit("250MB"):
-        assert "may be refused" not in _memory_line(facts, cands)
-    assert "not estimated before the first candidate" in _memory_line(None, cands)
+        assert "may be refused" not in memory_line(facts, cands)
+    assert "not estimated before the first candidate" in memory_line(None, cands)
 
 
 def test_space_grown_from_the_lines_of_the_readme_audit():
@@ -278,7 +278,7 @@ def test_the_first_screen_and_the_columns_to_cover_are_read_off_the_records():
     """The design reads the audit's registry: a measure's ``cheap`` puts its step in the first
     screen and its ``covers`` names the columns a line past its threshold asks to synthesize;
     a measure without them adds neither (a line of an unregistered step covers nothing)."""
-    from bayes_risk.designing.search import _Evaluator
+    from bayes_risk.designing.evaluate import Evaluator
 
     def covers(line, known, synthesized):
         return [c for c in known if c not in synthesized and c in line["measure"]]
@@ -286,7 +286,7 @@ def test_the_first_screen_and_the_columns_to_cover_are_read_off_the_records():
     mine = Measure(name="mine", title="Mine", step=_toy_step, cheap=True, covers=covers)
     measures.register(mine)
     try:
-        ev = _Evaluator(None, None, ["Age"], None, None, 1, None, False)
+        ev = Evaluator(None, None, ["Age"], None, None, 1, None, False)
         assert ev.cheap == ["utility", "identification", "disclosure", "mine"]
         assert "attribute" in ev.expensive and "mine" not in ev.expensive
         line = {"step": "mine", "measure": "share with Urban", "threshold_name": ""}

@@ -1,6 +1,8 @@
 """The attribute risk as one unit: its audit step (every record's posterior, of a fitted model
 or of a CART / random-forest release's plug-in likelihood), its verdict lines and its report
-section, named by its record ``MEASURE`` (:doc:`/adding_a_measure`)."""
+section, named by its record ``MEASURE`` (:doc:`/adding_a_measure`). The parts its lines read
+are in :mod:`~bayes_risk.auditing.measures._attribute_lines`, its costs in
+:mod:`~bayes_risk.auditing.measures._attribute_cost`."""
 
 from __future__ import annotations
 
@@ -29,15 +31,17 @@ from bayes_risk.auditing.context import (
     write_known_sweep,
     write_table,
 )
-from bayes_risk.auditing.outcome import (
-    README_SIZES,
-    Measure,
-    Need,
-    StepCost,
-    StepOutcome,
-    Work,
-    step_file,
+from bayes_risk.auditing.measures._attribute_cost import COST
+from bayes_risk.auditing.measures._attribute_lines import (
+    ATTRIBUTE_WORST_CASE,
+    CAVEATS,
+    INFINITE_FACTOR,
+    against_null,
+    attribute_line,
+    evidence_opening,
+    privacy_words,
 )
+from bayes_risk.auditing.outcome import Measure, StepOutcome, step_file
 from bayes_risk.auditing.plan import AuditPlan, post_processed, post_processing
 from bayes_risk.auditing.report_blocks import (
     TOP_N,
@@ -51,22 +55,13 @@ from bayes_risk.auditing.report_blocks import (
     step_section,
     table_block,
 )
-from bayes_risk.auditing.verdict_base import (
-    Baseline,
-    Verdict,
-    caused,
-    counted_at_risk,
-    line_caveats,
-    mass_words,
-    pct,
-)
-from bayes_risk.exceptions import NotSupportedError, arg_name
+from bayes_risk.auditing.verdict_base import Baseline, Verdict, caused
+from bayes_risk.exceptions import arg_name
 from bayes_risk.results._base import plot_figure
 from bayes_risk.results._format import format_number
 from bayes_risk.results.attribute import (
     EVIDENCE_FACTOR,
     AttributeRiskResult,
-    null_reading,
     null_table,
 )
 from bayes_risk.warning_codes import message
@@ -191,176 +186,24 @@ def attribute_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]
     # the intruder is the same on both lines
     intruder = ("worst case: knows every other record's true values and the synthesis model, "
                 "and guesses this record's synthesized values")
-    top = _attribute_line(plan, a, "prop_top", ATTRIBUTE_MEASURE,
-                          th.prop_top, "counted as ranked first", intruder,
-                          _ATTRIBUTE_WORST_CASE)
+    top = attribute_line(plan, a, "prop_top", ATTRIBUTE_MEASURE,
+                         th.prop_top, "counted as ranked first", intruder,
+                         ATTRIBUTE_WORST_CASE)
     null = s.get("null") or {}
     top = replace(top, detail=f"{top.detail}{against_null(un, null, 'prop_top')}")
     k = th.evidence_factor
-    ev = _attribute_line(plan, a, "prop_evidence", EVIDENCE_MEASURE.format(factor=k),
-                         th.prop_evidence, "counted as given evidence", intruder,
-                         f"{_ATTRIBUTE_WORST_CASE}; the evidence factor: {k:g}"
-                         + (", the smallest factor Kass & Raftery's scale reads as evidence "
-                            "(a larger one counts fewer records)" if k == EVIDENCE_FACTOR
-                            else ", given for this audit"))
-    ev = replace(ev, detail=f"{_before_after(un, k)}; {ev.detail}"
+    ev = attribute_line(plan, a, "prop_evidence", EVIDENCE_MEASURE.format(factor=k),
+                        th.prop_evidence, "counted as given evidence", intruder,
+                        f"{ATTRIBUTE_WORST_CASE}; the evidence factor: {k:g}"
+                        + (", the smallest factor Kass & Raftery's scale reads as evidence "
+                           "(a larger one counts fewer records)" if k == EVIDENCE_FACTOR
+                           else ", given for this audit"))
+    ev = replace(ev, detail=f"{evidence_opening(un, k)}; {ev.detail}"
                             f"{against_null(un, null, 'prop_evidence')}"
                             f"{against_null(un, null, 'mean_p_true', 'mean p_true')}"
-                            f"{_privacy(s)}")
+                            f"{privacy_words(s)}")
     cause = remedies.attribute_cause(plan, a)
     return [caused(top, *cause), caused(ev, *cause)]
-
-
-def _attribute_line(plan: AuditPlan, a: StepOutcome, key: str, measure: str,
-                    threshold: float, counted: str, intruder: str, worst_case: str) -> Verdict:
-    """One attribute line: the share ``key`` of the unflagged records (or the largest regime's),
-    its Monte Carlo interval and the flagged records left out, counted at worst."""
-    s = a.extra["summary"]
-    un = s.get("unflagged") or {}
-    nf = int(s.get("n_flagged") or 0)
-    n = int(s.get("n_records") or 0)
-    # the draw bootstrap's Monte Carlo interval of the pooled figure
-    mc = s.get("mc_uncertainty") or {}
-    name = next((k for k in mc if k.startswith("mc_interval_")), None)
-    share = mc[name].get(key) if name else None
-    level = name.rsplit('_', 1)[1] if name else ""
-    if share is not None and np.all(np.isfinite(np.asarray(share, dtype=float))):
-        interval = (f"{level} % Monte Carlo interval {pct(share[0]):.3g}–{pct(share[1]):.3g} % "
-                    f"(draw bootstrap, {mc['bootstrap']} replicates); ")
-        if share[0] == share[1]:  # not an interval: the replicates do not move the share
-            interval = (f"no {level} % Monte Carlo interval of any width: at least {level} % "
-                        f"of the {mc['bootstrap']} draw-bootstrap replicates give "
-                        f"{pct(share[0]):.3g} % (a degenerate interval: the Monte Carlo error "
-                        f"changes the share in fewer than {100 - int(level)} % of them); ")
-    elif (a.result.settings or {}).get("estimator") == "plugin":
-        # the plug-in has no posterior draws (MC_ERROR_HIGH flags records instead)
-        interval = ("no posterior draws to bootstrap (plug-in likelihood of the release's "
-                    "synthesizer; a smoothed column's Monte Carlo error is checked per record, "
-                    "MC_ERROR_HIGH); ")
-    else:
-        interval = "no Monte Carlo interval (no draw bootstrap kept); "
-    value, by_regime = pct(un.get(key, np.nan)), _regime_detail(s.get("regimes"), key)
-    big = (s.get("regimes") or {}).get(f"largest_{key}")
-    heavy = (s.get("regimes") or {}).get(f"mass_{key}")
-    if heavy is not None:  # the regime that holds the posterior mass is read
-        value = pct(heavy[key])
-    elif big is not None and not pct(big[key]) <= value:  # the larger figure is read
-        value = pct(big[key])
-    n_u = int(un.get("n_records") or n - nf)
-    left_out = ""
-    if nf:  # the worst case for the flagged records: every one of them counted
-        bound = counted_at_risk(value, n_u, nf)
-        left_out = (f"; {nf} of {n} record(s) flagged and left out (unassessed: treat them as "
-                    f"at risk; {counted}, the share would be {bound:.3g} %, "
-                    f"{'still within' if bound <= pct(threshold) else 'past'} the threshold)")
-    return Verdict("attribute", measure, value, pct(threshold), "max",
-                   step_file(a, "summary.json"),
-                   f"{interval}records with stable estimates{left_out}{by_regime}",
-                   line_caveats(CAVEATS["attribute"], a.result.warnings), unit="%",
-                   spread=f"pooled: the intruder reads all {plan.m} datasets at once, no spread",
-                   intruder=intruder, flagged=nf,
-                   count_of=(n_u, "records"),
-                   threshold_name=key, worst_case=worst_case)
-
-
-#: an infinite Bayes factor in words: what it means, not "∞" (p_true = 1 because the model's
-#: likelihood, a plug-in's included, gives every other candidate probability 0)
-INFINITE_FACTOR = ("unbounded (p_true 100 %: the model's likelihood leaves no other candidate "
-                   "possible)")
-
-
-def _before_after(un: dict[str, Any], k: float) -> str:
-    """The evidence line's first words: p_true after the release against before it, and the
-    spread of the Bayes factors."""
-    q = un.get("bayes_factor_quantiles") or {}
-    why = ("where Kass & Raftery's scale of evidence begins" if k == EVIDENCE_FACTOR
-           else "given for this audit")
-
-    def factor(name: str) -> str:
-        # summary.json writes an infinite factor (p_true = 1) as "inf"
-        x = float(q.get(name, np.nan))
-        return INFINITE_FACTOR if x == np.inf else f"{x:.3g}"
-
-    return (f"mean p_true {pct(un.get('mean_p_true', np.nan)):.3g} % after the release "
-            f"against {pct(un.get('mean_prior_p_true', np.nan)):.3g} % before it (the "
-            f"intruder's prior); Bayes factor of the true values: median {factor('50%')}, "
-            f"95th percentile {factor('95%')}, largest {factor('100%')} "
-            f"(1: the release tells nothing about the record; counted from {k:g}, {why})")
-
-
-def _privacy(s: dict[str, Any]) -> str:
-    """The release's ε beside its Bayes factors (empty for a release without one)."""
-    dp = (s.get("settings") or {}).get("differential_privacy")
-    if not dp:
-        return ""
-    from bayes_risk.privacy import beside_attribute
-
-    q = ((s.get("all") or {}).get("bayes_factor_quantiles") or {}).get("100%")
-    return f"; {beside_attribute(dp, None if q is None else float(q))}"
-
-
-def against_null(un: dict[str, Any], null: dict[str, Any], key: str, name: str = "") -> str:
-    """The figure ``key`` of the stable estimates (named ``name`` when it is not the line's
-    own) read against what a release that says nothing about the records gives
-    (:meth:`~bayes_risk.attribute.AttributeRiskResult.null`; empty without one)."""
-    entry = null.get(key)
-    if not entry:
-        return ""
-    obs = float(un.get(key, np.nan))
-    reading = null_reading(obs, entry)
-    if not reading:
-        return ""
-    span = (f"expected {pct(entry['expected']):.3g} %, 95 % range {pct(entry['low']):.3g}–"
-            f"{pct(entry['high']):.3g} %")
-    return "; " + (f"{name}: " if name else "") + {
-        "above": f"above what a release that says nothing about the records gives ({span}): "
-                 "the release points to the true values of some records",
-        "within": f"within what a release that says nothing about the records gives ({span}): "
-                  "by this figure the release tells no more of a record than the other records "
-                  "do",
-        "below": f"below what a release that says nothing about the records gives ({span}): "
-                 "the release puts other candidates ahead of the truth more often than chance "
-                 "— no disclosure by this figure; read the share with evidence beside it",
-    }[reading]
-
-
-#: what the attribute line takes as the worst case over its intruder's choices
-_ATTRIBUTE_WORST_CASE = (
-    "other records: every one known (the worst case of Reiter, Wang & Zhang 2014 and Hu "
-    "2019); the model: the synthesizer's own; datasets: all m read at once; candidates: one "
-    "variable different from the record's true values, a ±10 % grid of 11 values for a "
-    "numeric column (the papers' candidate set, not searched); prior: uniform over the "
-    "candidates (an intruder with a prior favouring the truth does better: prior_sensitivity); "
-    "of the regimes of a model's fit, the larger figure; records whose estimate cannot be "
-    "trusted are flagged and counted apart, never averaged in")
-
-
-def _regime_detail(reg: Any, key: str = "prop_top") -> str:
-    """An attribute line's words on the regimes of the model's fit (``REGIMES_DISAGREE``):
-    the share ``key`` of each regime."""
-    if not reg:
-        return ""
-    names = [f"regime {i} (chain{'s' if len(r['chains']) > 1 else ''} "
-             f"{', '.join(str(c + 1) for c in r['chains'])})"
-             for i, r in enumerate(reg["regimes"], 1)]
-    if reg.get("status") != "computed":
-        return (f"; the model's chains sit in {len(names)} regimes (REGIMES_DISAGREE) and the "
-                f"share could not be computed per regime ({reg.get('reason')}): the figure "
-                "pools regimes that disagree — refit before relying on it")
-    parts = [f"{n} {pct(r['summary'].get(key, np.nan)):.3g} %"
-             for n, r in zip(names, reg["regimes"], strict=True)]
-    heavy = reg.get(f"mass_{key}")
-    if heavy is not None:
-        return (f"; the model's chains sit in {len(names)} regimes (REGIMES_DISAGREE): "
-                f"{', '.join(parts)} over the {reg['n_records']} records assessed within each "
-                f"regime; regime {heavy['regime']} holds the mass "
-                f"({mass_words(reg['regimes'][heavy['regime'] - 1])}): its figure is read, the "
-                "others' beside it (RISK_BY_REGIME)")
-    big = reg.get(f"largest_{key}") or {}
-    return (f"; the model's chains sit in {len(names)} regimes (REGIMES_DISAGREE): "
-            f"{', '.join(parts)} over the {reg['n_records']} records assessed within each "
-            f"regime; the larger of these and the pooled figure is read (RISK_BY_REGIME"
-            + (f", regime {big['regime']}" if big else "") + ")")
 
 
 #: the diagnostic columns of the attribute step's records.csv, in plain words
@@ -432,7 +275,7 @@ def attribute_section(sec: Section, s: Any, result: Any, links: Links) -> None:
           "a release that says nothing about the records gives (the table below).")
     if st.get("differential_privacy"):
         sec.p("Differential privacy beside the attribute risk: "
-              + _privacy(sm).removeprefix("; ") + ". ε bounds what any intruder can learn of "
+              + privacy_words(sm).removeprefix("; ") + ". ε bounds what any intruder can learn of "
               "any record; the figures below are what this intruder learns of these records "
               "(methods page, Differential privacy beside attribute risk).")
     k = result.plan.thresholds.evidence_factor
@@ -651,117 +494,6 @@ def attribute_settings(plan: AuditPlan) -> None:
     a("records",
       "all" if plan.attribute_records is None else f"{len(plan.attribute_records)} given",
       "default" if plan.attribute_records is None else "given")
-
-
-def _attribute_sizes(p: Any) -> tuple[int, int]:
-    """The step's records and bootstrap replicates: none with a ``compat`` estimator, and none
-    with the plug-in the step rebuilds from the release's manifest (a plug-in likelihood has no
-    posterior draws to bootstrap, ``attribute.prepare``)."""
-    est = p.given.attribute_estimator
-    plugin = p.attribute_source in ("cart plug-in", "rf plug-in")
-    B = 0 if est.compat is not None or plugin else int(est.bootstrap)
-    return (p.n_records if p.attribute_records is None else len(p.attribute_records)), B
-
-
-def _attribute_need(p: Any) -> float:
-    """The least the step holds: what ``attribute.evaluate.chunk_records`` checks before its
-    first record, with one candidate a record (the step counts its candidate sets) and one
-    record a chunk: a record's outputs (8 bytes a column guessed, 5 doubles and the ``B``
-    bootstrap replicates, and 2 kB of Python objects), its share of the result's tables
-    (1.5 kB) and of the summary's bootstrap tables (16 ``B`` bytes), beside one record's
-    working arrays."""
-    n, B = _attribute_sizes(p)
-    per_record = 8.0 * (len(p.synthesized) + 5 + B) + 2048 + 1500 + 16.0 * B
-    return n * per_record + 8.0 * (p.m + 2) * (2 + B)
-
-
-def _attribute_kept(p: Any) -> float:
-    """What the step leaves held after it: 4 kB a record, measured on the README's audit
-    (CART's plug-in, no bootstrap: 3.6 kB a record at 20,000 records and 3.9 kB at 5,000, of
-    which the result's own tables are 0.6 kB), and a record's bootstrap tables (16 bytes each
-    of the ``B`` replicates) when the step bootstraps the draws."""
-    n, B = _attribute_sizes(p)
-    return n * (16.0 * B + 4000.0)
-
-
-def attribute_need(ctx: StepContext, left: float | None) -> Need:
-    """The step's least need (:func:`_attribute_need`) and what it keeps
-    (:func:`_attribute_kept`)."""
-    return Need(_attribute_need(ctx.plan), (
-        "records in chunks sized from what is left beside the outputs every record keeps, "
-        "which the step checks again from its candidate sets before its first record"),
-        "it states its records a chunk and, for refits, their expected time when it starts",
-        keeps=_attribute_kept(ctx.plan))
-
-
-def _refit_time(ctx: Any) -> str:
-    """What the step with a fitted model will say of its time: its refits' estimate
-    (:func:`~bayes_risk.attribute.cost.refit_cost`, refined by a pilot refit when long, as the
-    step starts) when the estimator refits; the records' evaluation, whose cost depends on the
-    model's draws, is not estimated."""
-    from bayes_risk.attribute.cost import distinct_records, refit_cost
-    from bayes_risk.contract import auto_estimator
-
-    model = ctx.model
-    est = ctx.plan.given.attribute_estimator
-    rest = "the records' evaluation depends on the model's draws and is timed as it runs"
-    if model is None or isinstance(model, (str, bytes)) or hasattr(model, "__fspath__"):
-        return f"the model is loaded when the step starts; {rest}"
-    try:
-        kind = est.kind if est.kind != "auto" else auto_estimator(model, augmented_given=False)
-    except (AttributeError, TypeError, ValueError, NotSupportedError):
-        return rest  # no refitting estimator (a plug-in model): the step decides its path
-    if kind != "stabilised" or est.augmented is not None:
-        return rest
-    # each refit appends a dataset's synthesized records, as the step's own statement counts
-    sel = getattr(model, "synthesized_records_", None)
-    n_syn = int(np.count_nonzero(sel)) if sel is not None else ctx.plan.n_records
-    first = next(iter(ctx.synthetic), None)
-    distinct = None if first is None else distinct_records(model, ctx.original, first)
-    cost = refit_cost(model, n_syn, ctx.plan.m, refit_draws=est.refit_draws, distinct=distinct)
-    return f"its refits: {cost.line()}; {rest}"
-
-
-#: CART's plug-in likelihood with smoothed columns: each smoothed value's kernel density is a
-#: Monte Carlo sum over every candidate and dataset (CE-like tables, smoothed CART releases:
-#: 400 records, m = 2 and 5, 2–3 columns guessed, 2 smoothed: 0.83–1.05 ms a unit; 1,000
-#: records, m = 5, the README's release smoothed: 0.89 ms; 2,000 records, m = 3: 0.98 ms;
-#: benchmarks/README.md, attribute.SmoothedCARTPlugin)
-_SMOOTHED_RATE = ("records x columns guessed x smoothed columns x datasets", 0.75e-3, 1.3e-3)
-
-
-def attribute_work(ctx: StepContext) -> Work | str:
-    """The step's work: records x columns guessed with CART's plug-in likelihood, times the
-    smoothed columns and datasets (at their own rate) when columns are smoothed; with a fitted
-    model, its refits' estimate instead (:func:`_refit_time`)."""
-    p = ctx.plan
-    if p.attribute_source == "model":
-        return _refit_time(ctx)
-    if p.attribute_source != "cart plug-in":
-        return f"measured for CART's plug-in likelihood only, not {p.attribute_source}"
-    m = max(p.m, 1)
-    k, g, sm = _attribute_sizes(p)[0], max(len(p.synthesized), 1), len(p.smoothed_columns)
-    units = k * g * (sm * m if sm else 1)
-    return Work(units, units, f"{k:,} x {g}" + (f" x {sm} x {m}" if sm else ""),
-                rate=_SMOOTHED_RATE if sm else None)
-
-
-#: the step's costs (:mod:`bayes_risk.auditing.memory_plan`): its rate, for CART's plug-in
-#: likelihood, measured on the README's audit (``README_SIZES``) on an AMD EPYC; what it keeps
-#: is :func:`_attribute_kept`; its kernels' first run loads 12 MB (the README's audit of 5,000
-#: records)
-COST = StepCost(rate=("records x columns guessed", 3.4e-4, 5.1e-4), sizes=README_SIZES,
-                work=attribute_work, need=attribute_need,
-                kernels=("bayes_risk.attribute._kernels",), kernel_bytes=12e6)
-
-
-#: the warning codes that question each of the step's verdict lines (Measure.caveats); a
-#: line names those its measure raised
-CAVEATS: dict[str, tuple[str, ...]] = {
-    "attribute": ("RHAT_HIGH", "LOW_ESS", "TRUNCATION_TOO_SMALL", "H_TOO_SMALL",
-                  "APPROXIMATE_NONPARAMETRIC", "REGIMES_DISAGREE", "RISK_BY_REGIME",
-                  "MODEL_DIFFERS"),
-}
 
 
 #: post-processing that is a function of the release alone (its own values, bounds given)

@@ -2,12 +2,12 @@
 and the knowledge sweep), its verdict lines (the expected and true match rates against their
 thresholds, the worst case over the radius search, the datasets and the fit's regimes) and its
 report section, named by ``MEASURE`` (:doc:`/methods/identification`,
-:doc:`/adding_a_measure`)."""
+:doc:`/adding_a_measure`). The figures and words its lines read are in
+:mod:`~bayes_risk.auditing.measures._identification_lines`, its costs in
+:mod:`~bayes_risk.auditing.measures._identification_cost`."""
 
 from __future__ import annotations
 
-import math
-import warnings
 from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 
 from bayes_risk._io import write_json
-from bayes_risk._memory import MIN_WORKING_BYTES, format_bytes
 from bayes_risk._thresholds import builtin_thresholds
 from bayes_risk.auditing import remedies
 from bayes_risk.auditing.context import (
@@ -32,16 +31,19 @@ from bayes_risk.auditing.context import (
     write_known_sweep,
     write_table,
 )
-from bayes_risk.auditing.outcome import (
-    README_SIZES,
-    Contributions,
-    Measure,
-    Need,
-    StepCost,
-    StepOutcome,
-    Work,
-    step_file,
+from bayes_risk.auditing.measures._identification_cost import COST
+from bayes_risk.auditing.measures._identification_lines import (
+    convention_text,
+    given_selection_line,
+    identification_by_regime,
+    identification_contributions,
+    identification_figures,
+    identification_intruder,
+    identification_worst_case,
+    posterior_reading,
+    search_caveats,
 )
+from bayes_risk.auditing.outcome import Measure, StepOutcome, step_file
 from bayes_risk.auditing.plan import AuditPlan, post_processing, radius_text
 from bayes_risk.auditing.report_blocks import (
     TOP_N,
@@ -62,7 +64,6 @@ from bayes_risk.auditing.verdict_base import (
     caused,
     dataset_range,
     line_caveats,
-    mass_words,
     outside_range,
     pct,
 )
@@ -259,7 +260,7 @@ def identification_lines(plan: AuditPlan, i: StepOutcome) -> list[Verdict | Base
     src = step_file(i, "summary.json")
     pd_figs = identification_figures(i.extra.get("sweep"), i.result, n, per_dataset=True)
     pool_figs = identification_figures(pooled.search, pooled.result, n, per_dataset=False)
-    convention = _convention_text(plan, i.result, pooled.result, n)
+    convention = convention_text(plan, i.result, pooled.result, n)
     searched = bool(plan.sweep and plan.search_columns)
     at = ", worst case over the radii" if searched else ""
     lines = []
@@ -277,16 +278,16 @@ def identification_lines(plan: AuditPlan, i: StepOutcome) -> list[Verdict | Base
         rng = dataset_range(each * 100, "%")
         spread = (f"pooled over the {m} datasets, no spread; {rng}" if use_pooled
                   else rng)
-        value, by_regime = _identification_by_regime(vp if use_pooled else vd, each,
-                                                     i.extra.get("regimes"))
+        value, by_regime = identification_by_regime(vp if use_pooled else vd, each,
+                                                    i.extra.get("regimes"))
         why = outside_range(vp if use_pooled else vd, each * 100,
                        f"the intruder holding all {m} datasets pools them" if use_pooled
                        else "the value is the worst case over the radius search")
         searches = {f"pooled over the m = {m} datasets": (pooled.search, edge_p),
                     "one dataset at a time": (i.extra.get("sweep"), edge_d)}
-        words, codes = _search_caveats(plan, searches, k, n, max(vp, vd))
+        words, codes = search_caveats(plan, searches, k, n, max(vp, vd))
         post = getattr(i.extra.get("run"), "posterior_figures", None)
-        value, post_words, read = _posterior_reading(post, k, value, m)
+        value, post_words, read = posterior_reading(post, k, value, m)
         if read:  # a release of m datasets from the model identifies more than this one
             spread = read
             why = ""
@@ -298,234 +299,17 @@ def identification_lines(plan: AuditPlan, i: StepOutcome) -> list[Verdict | Base
                f"({', '.join(plan.known)}), which the release carries unchanged")
         return [Baseline("identification", lab, v, t, src, f"{why}; {d}", unit="%")
                 for (lab, v, d, *_), t in zip(lines, thr, strict=True)]
-    who = _identification_intruder(plan)
+    who = identification_intruder(plan)
     cause = remedies.identification_cause(plan, i)
     if i.extra.get("regimes"):  # the model's chains in different regimes: say so on the line
         iw = (*iw, "REGIMES_DISAGREE") + (
             ("RISK_BY_REGIME",) if i.extra["regimes"].get("status") == "computed" else ())
     return [caused(Verdict("identification", lab, v, t, "max", src, d, (*iw, *codes),
                             unit="%", spread=sp, intruder=who, count_of=(int(n), "targets"),
-                            threshold_name=tn, worst_case=_identification_worst_case(plan)),
+                            threshold_name=tn, worst_case=identification_worst_case(plan)),
                    *cause)
             for (lab, v, d, sp, codes, tn), t in zip(lines, thr, strict=True)
-            ] + _given_selection_line(plan, i, src, iw, n, cause)
-
-
-def _given_selection_line(plan: AuditPlan, i: StepOutcome, src: str | None,
-                          iw: tuple[str, ...], n: float, cause: tuple) -> list[Verdict]:
-    """The expected match rate of the intruder who knows why records were selected for
-    synthesis (Hu 2019 §4.2.4), when the release's manifest records its rule."""
-    g = i.extra.get("given_selection")
-    if not g or "not_computed" in g:
-        return []
-    per, pooled = g["per_dataset"], g["pooled"]
-    use_pooled = not per["expected_match_rate"] > pooled["expected_match_rate"]
-    both = [(f"pooled over the m = {plan.m} datasets", pooled), ("mean per dataset", per)]
-    text = "; ".join(f"{w} {pct(f['expected_match_rate']):.3g} %"
-                     + (f" ({radius_text(f['radius'])})" if f["radius"] else "")
-                     for w, f in (both if use_pooled else both[::-1]))
-    sel = g["selection"]
-    detail = (f"the larger: {text}; the release's manifest records its selection rule "
-              f"({g['rule']}): {sel['n_selected']:,} of {sel['n_records']:,} records were "
-              "synthesized, so a target the rule leaves unselected is matched exactly among "
-              "the records released unchanged, a selected one only among the synthesized")
-    value = pct((pooled if use_pooled else per)["expected_match_rate"])
-    spread = (f"pooled over the {plan.m} datasets, no spread" if use_pooled
-              else "mean per dataset")
-    return [caused(Verdict(
-        "identification", "expected match rate given the selection (R)", value,
-        pct(plan.thresholds.expected_match_rate), "max", src, detail, iw, unit="%",
-        spread=spread,
-        intruder=f"{_identification_intruder(plan)}; knows which records were selected for "
-        "synthesis (the release's manifest, Hu 2019 §4.2.4)", count_of=(int(n), "targets"),
-        threshold_name="expected_match_rate",
-        worst_case=f"{_identification_worst_case(plan)}; selection: known for every target "
-        "(the synthesized records of the manifest)"), *cause)]
-
-
-def worst_case_point(sweep: Any, arg: Sequence[int]) -> int:
-    """The grid point of the search's maximisers ``arg`` whose radii the lines and figures
-    report: the smallest radii among ties (the grid is ordered lexicographically)."""
-    return sorted(arg, key=lambda j: tuple(np.atleast_1d(sweep.radii[j])))[0]
-
-
-def identification_figures(sweep: Any, res: Any, n: float, *, per_dataset: bool) -> list[tuple]:
-    """``(value, radii, per-dataset values, columns at the search's edge)`` of the expected
-    match rate and of the true match rate: the largest over the search, else at the radius
-    given."""
-    if sweep is None or not sweep.argmax:
-        f = res.file
-        each = getattr(res, "per_dataset", None) or {}
-        radius = dict((res.settings.get("match_rule") or {}).get("radius") or {})
-        emr_each = np.asarray(each.get("expected_match_risk", []), dtype=float) / n
-        tmr_each = np.asarray(each.get("true_match_rate_targets", []), dtype=float)
-        return [(float(f["expected_match_risk"]) / n, radius, emr_each, []),
-                (float(f["true_match_rate_targets"]), radius, tmr_each, [])]
-    out = []
-    for value, arg, table, fig in (
-            (sweep.risk_star / n, sweep.argmax, sweep.risk / n, "expected_match_risk"),
-            (sweep.tmr_star_value, sweep.tmr_argmax, sweep.true_match_rate, "true_match_rate")):
-        if not arg:
-            out.append((float("nan"), {}, np.zeros(0), []))
-            continue
-        best = worst_case_point(sweep, arg)
-        out.append((float(value), sweep.radii_at(best), np.asarray(table[best], dtype=float)
-                    if per_dataset else np.zeros(0), sweep.at_edge(fig)))
-    return out
-
-
-def _convention_text(plan: AuditPlan, res: Any, pooled: Any, n: float) -> tuple[str, str]:
-    """``"; beside: at Hornby & Hu's convention (...) pooled x %, per dataset y %"`` of both
-    lines (empty when the search did not run: the line is that figure)."""
-    if not (plan.sweep and plan.search_columns):
-        return "", ""
-    what = ("Hornby & Hu's convention, " if plan.radius_source == "default" else "the radius "
-            "given, ") + radius_text(plan.radius)
-    return tuple(
-        f"; beside it, at {what}: pooled {pct(pooled.file[key] / d):.3g} %, mean per dataset "
-        f"{pct(res.file[key] / d):.3g} % (not the worst case)"
-        for key, d in (("expected_match_risk", n), ("true_match_rate_targets", 1.0)))
-
-
-def _posterior_reading(post: dict[str, Any] | None, k: int, value: float, m: int
-                       ) -> tuple[float, str, str]:
-    """A line's value with the posterior replicates' figures for its intruder (``k``: 0 the
-    expected match rate, 1 the true match rate), the words that compare them, and the spread
-    when the line reads them (else ``""``). The replicates pooled ``m`` at a time are releases
-    of ``m`` datasets drawn from the model, at the pooled intruder's radii; one at a time,
-    single datasets: the same intruder as the released datasets', so the line reads the
-    largest of all (the worst case for the intruder it names). Pooled over all ``R`` they are a
-    release of ``R`` datasets, another intruder: named, not read."""
-    if not post:
-        return value, "", ""
-    pm, se = pct(post["pooled_m"][k]), pct(post["pooled_m_mc_se"][k])
-    one, big = pct(post["one"][k]), pct(post["pooled_R"][k])
-    words = (f"; posterior replicates of the model at the pooled intruder's radii "
-             f"({radius_text(post['radius'])}): pooled {m} at a time {pm:.3g} % (mean over "
-             f"{post['releases']} releases of {m} datasets drawn from the model, ± {se:.2g} "
-             f"% standard error), one at a time {one:.3g} % (mean over the R = {post['R']} "
-             f"replicates); pooled over all R = {post['R']}, {big:.3g} %, is a release of "
-             f"{post['R']} datasets, which no line reads (more datasets released, more risk)")
-    best = max(pm, one)
-    if not best > value:
-        return value, words + "; the released datasets' figure is the larger", ""
-    which = (f"posterior replicates pooled {m} at a time" if pm >= one
-             else "posterior replicates one at a time")
-    return best, words + (f"; the line reads the {which}: a release of {m} datasets from this "
-                          "model identifies more, on average, than the one released"), (
-        f"{which}, mean over {post['releases'] if pm >= one else post['R']} draws of the model")
-
-
-def _search_caveats(plan: AuditPlan, searches: dict[str, tuple[Any, list[str]]], k: int,
-                    n: float, value: float) -> tuple[str, tuple[str, ...]]:
-    """What a line's figure covers over the radii (``k``: 0 the expected match rate, 1 the
-    true match rate), as words for its detail and the codes that qualify it: the line reads
-    the larger of the two intruders' figures, so either search's edge or bound counts. The
-    bound is the largest of the searches' bounds: the worst case over every radius lies
-    between the figure and it."""
-    if not plan.search_columns:
-        return "", ()
-    if not plan.sweep:
-        return "", ("RADIUS_NOT_SEARCHED",)
-    codes: list[str] = []
-    parts, bounds, exact = [], [], True
-    for who, (sw, edge) in searches.items():
-        if sw is None:
-            continue
-        status = sw.search_status
-        exact &= status == "exact"
-        b = sw.bounds[k] / (n if k == 0 else 1.0)
-        bounds.append(b)
-        if status != "exact":
-            code = {"bounded": "RADIUS_SEARCH_BOUNDED", "grid": "RADIUS_GRID_ONLY",
-                    "coordinate": "RADIUS_COORDINATE_SEARCH"}[status]
-            more = len(sw.radii) - sw.grid_points
-            reason = (sw.search.get("refinement") or {}).get("reason")
-            parts.append(f"{who}: {sw.grid_points} grid points"
-                         + (f" and {more} between them" if more else "")
-                         + (f", not bounded between them ({reason})" if status == "grid"
-                            else "") + f" ({code})")
-            codes.append(code)
-        if edge:
-            parts.append(f"{who}, the largest figure is at the largest radius searched "
-                         f"({max(sw.search['values']):g}) of {', '.join(edge)}: matching "
-                         "more loosely may give more (RADIUS_AT_GRID_EDGE)")
-            codes.append("RADIUS_AT_GRID_EDGE")
-    top = max(float(v) for v in plan.sweep)
-    if exact:
-        head = (f"; exact over every radius from 0 to {top:g} of "
-                f"{', '.join(plan.search_columns)} (the grid's points and, between them, "
-                "every radius whose bound could exceed the figure)")
-    elif all(np.isfinite(bounds)):
-        head = (f"; not pinned down between the grid's points: the worst case over every "
-                f"radius from 0 to {top:g} lies between {value:.3g} % and "
-                f"{pct(max(bounds)):.3g} %")
-    else:
-        head = ("; the largest over the points evaluated, not bounded between them "
-                "(a radius between two of them may give more)")
-    codes = list(dict.fromkeys(c for c in ("RADIUS_COORDINATE_SEARCH", "RADIUS_GRID_ONLY",
-                                            "RADIUS_SEARCH_BOUNDED", "RADIUS_AT_GRID_EDGE")
-                               if c in codes))
-    return head + "".join(f"; {p}" for p in parts), tuple(codes)
-
-
-def _identification_worst_case(plan: AuditPlan) -> str:
-    """What the identification lines take as the worst case over the intruder's choices."""
-    if not plan.search_columns:
-        radius = "every known column is categorical, matched exactly (the only choice)"
-    elif not plan.sweep:
-        radius = (f"radius: {radius_text(plan.radius)} only (the search was turned off: "
-                  "RADIUS_NOT_SEARCHED — not the worst case)")
-    else:
-        radius = (f"radius: the worst case over every radius from 0 to "
-                  f"{max(plan.sweep):g} of each of {', '.join(plan.search_columns)}, "
-                  "synthesized or released unchanged: a grid of "
-                  f"{', '.join(f'{r:g}' for r in plan.sweep)} (0 = exact) on each, then, "
-                  "between its points, every box of radii whose bound could exceed the "
-                  f"largest figure, up to {plan.given.radius_refine} points (exact when no "
-                  "bound is left above it; else the line states the bound, "
-                  "RADIUS_SEARCH_BOUNDED)")
-    return (f"{radius}; datasets: one at a time or all {plan.m} pooled, the larger; keys: all "
-            "known columns together (subsets are searched only with the knowledge sweep, "
-            "known_sweep=True / --known-sweep); targets: every record of the original")
-
-
-def _identification_by_regime(value: float, each: np.ndarray, reg: Any) -> tuple[float, str]:
-    """An identification line's value and words under the fit's regimes (``RISK_BY_REGIME``)."""
-    if not reg:
-        return value, ""
-    if reg.get("status") != "computed":
-        return value, (f"; the model's chains sit in {len(reg['regimes'])} regimes "
-                       f"(REGIMES_DISAGREE) and the figure could not be split by regime "
-                       f"({reg.get('reason')})")
-    lab = np.asarray([r if r is not None else 0 for r in reg["dataset_regime"]])
-    each = np.asarray(each, dtype=float) * 100
-    heavy = next((i for i, r in enumerate(reg["regimes"], 1) if r.get("holds_mass")), None)
-    parts, best, of_heavy = [], value, None
-    for r in range(1, len(reg["regimes"]) + 1):
-        sel = (lab == r) & np.isfinite(each) if each.size == lab.size else np.zeros(0, bool)
-        if not sel.any():
-            parts.append(f"regime {r}: no dataset")
-            continue
-        mean = float(each[sel].mean())
-        parts.append(f"regime {r}: {mean:.3g} % (mean over its {int(sel.sum())} dataset(s))")
-        if not mean <= best:
-            best = mean
-        if r == heavy:
-            of_heavy = mean
-    head = (f"; the model's chains sit in {len(reg['regimes'])} regimes (REGIMES_DISAGREE), "
-            f"per dataset by the regime of its draw: {'; '.join(parts)}")
-    if of_heavy is not None:  # the regime that holds the mass, with datasets of its own
-        return of_heavy, (f"{head}; regime {heavy} holds the mass "
-                          f"({mass_words(reg['regimes'][heavy - 1])}): its figure is read, "
-                          "the others' beside it (RISK_BY_REGIME)")
-    return best, f"{head}; the larger figure is read (RISK_BY_REGIME)"
-
-
-def _identification_intruder(plan: AuditPlan) -> str:
-    return (f"knows the true {', '.join(plan.known)} of every target; holds one or all of the "
-            f"{plan.m} datasets and matches each numeric key as closely or as loosely as "
-            "serves them best")
+            ] + given_selection_line(plan, i, src, iw, n, cause)
 
 
 @step_section("identification", "identification", "Identification risk")
@@ -677,63 +461,6 @@ def identification_not_assessed(plan: AuditPlan, outcome: StepOutcome) -> list[s
             "its figures are a baseline of the original)"]
 
 
-#: what one target contributes to an identification line, by the line's figure (a rise's
-#: explanation compares them target by target: :mod:`bayes_risk.auditing.rises`)
-_CONTRIBUTION = ("expected match", "correct unique match")
-
-#: the sentence of targets whose contribution rose and fell, by what they contribute
-_MOVED = {
-    "expected match": "{up:,} of {n:,} targets have a larger expected match (1/c when the true "
-                      "record is among their c matches) after the remedy, {down:,} a smaller",
-    "correct unique match": "{up:,} of {n:,} targets became correct unique matches after the "
-                            "remedy, {down:,} ceased to be",
-    "correct unique match per dataset": "{up:,} of {n:,} targets are correct unique matches in "
-                                        "more datasets after the remedy, {down:,} in fewer",
-}
-
-
-def identification_contributions(ctx: StepContext, outcome: StepOutcome | None,
-                                 value: float) -> Contributions | None:
-    """The step's per-target contributions to the line whose value is ``value`` (per cent):
-    the step's own run again at the radii that gave the line (pooled or one dataset at a time,
-    whichever it reads), each target's correct unique match or expected match; ``None`` for
-    another line, or when no run gives the value (``Measure.contributions``)."""
-    if outcome is None or outcome.status != "ran":
-        return None
-    pooled = outcome.extra.get("pooled")
-    if pooled is None:
-        return None
-    n = float(pooled.result.file["n_targets"])
-    p = ctx.plan
-    for agg, sweep, res in (("pooled", pooled.search, pooled.result),
-                            ("per_dataset", outcome.extra.get("sweep"), outcome.result)):
-        figs = identification_figures(sweep, res, n, per_dataset=agg == "per_dataset")
-        for (fig, radius, _, _), what in zip(figs, _CONTRIBUTION, strict=True):
-            if not math.isclose(fig * 100, value, rel_tol=1e-9, abs_tol=1e-9):
-                continue
-            kw = identification_kwargs(ctx)
-            match = kw["match"].replace(radius=dict(radius) or None)
-            if agg == "pooled":  # as the step's pooled run
-                match = match.replace(fallback=None)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                r = identification_risk(ctx.original, ctx.synthetic, known=list(p.known),
-                                        synthesized=list(p.known_synthesized),
-                                        **{**kw, "match": match, "aggregation": agg,
-                                           "progressbar": False})
-            if agg == "pooled":
-                vec = r.records["IR" if what == _CONTRIBUTION[0] else "K"].to_numpy(float)
-            else:
-                vec = (np.asarray(r.record_IR, dtype=float) if what == _CONTRIBUTION[0]
-                       else np.asarray(r.K, dtype=float).mean(axis=1))
-            if math.isclose(float(np.nanmean(vec)) * 100, value, rel_tol=1e-9, abs_tol=1e-9):
-                moved = _MOVED[what + (" per dataset" if agg == "per_dataset"
-                                       and what == _CONTRIBUTION[1] else "")]
-                return Contributions(vec, moved, radius_text(dict(radius)),
-                                     "the radii that give the line")
-    return None
-
-
 def identification_settings(plan: AuditPlan) -> None:
     """The settings table's rows of the identification step: the known columns, the radius
     and its type, the aggregation over the datasets, the radius search."""
@@ -765,75 +492,6 @@ def identification_settings(plan: AuditPlan) -> None:
           "released unchanged, with 0 (exact matching) in every grid; the largest expected "
           "match rate and the largest true match rate over the grid are read, each with the "
           "radius of each column that gave it")
-
-
-def planned_index_bytes(plan: AuditPlan) -> float:
-    """Bytes of one dataset's or replicate's matching index on the plan's radius and searched
-    columns (``identification.engine.index_bytes``, before any ``Prepared`` exists)."""
-    n, q = plan.n_records, len(set(plan.radius) | set(plan.search_columns))
-    return 8.0 * n * (1 + q + max(q, 1) + q * q + q)
-
-
-def _pattern_note(n: int, m: int) -> str:
-    """The match-pattern tables' size (``patterns.counts_patterns``: used only within half of
-    what is left, else the pairs are listed: not a least need)."""
-    from bayes_risk.identification.patterns import MAX_PATTERN_DATASETS, PATTERN_TABLES
-
-    if m > MAX_PATTERN_DATASETS:
-        return ""
-    size = PATTERN_TABLES * 8.0 * n * (1 << m)
-    return (f"; the pooled measures by match pattern when their tables ({PATTERN_TABLES} of "
-            f"{n:,} targets x 2^{m} patterns, {format_bytes(size, up=True)}) fit in half of "
-            "what is left, else by listing the matches")
-
-
-def identification_need(ctx: StepContext, left: float | None) -> Need:
-    """The step's least need: its per-dataset tables (64 bytes a target and dataset) with the
-    datasets' matching indexes, or the pooled run's smallest chunk of targets beside one
-    index, the larger."""
-    from bayes_risk.identification.engine import CELL_BYTES
-
-    n, m = ctx.plan.n_records, ctx.plan.m
-    index = planned_index_bytes(ctx.plan)
-    # the pooled run's per-target accumulators: 4 doubles, 3 int64, 2 flags
-    per_target = 8.0 * 7 + 2
-    need = max(CELL_BYTES * n * m + m * index,  # per dataset: not chunked
-               index + MIN_WORKING_BYTES + per_target * n)  # pooled, indexes in turn
-    return Need(need, (
-        f"the per-dataset tables of {n:,} targets x {m} datasets at once; pooled: "
-        "chunks of targets sized from what is left, the datasets' matching indexes "
-        "built one at a time when they do not fit together"
-        + _pattern_note(n, m) + "; each radius of the search as one such run"))
-
-
-def identification_work(ctx: StepContext) -> Work:
-    """The step's work: records x datasets x the radii it matches at, the search's grid and
-    from none (the grid is exact) to every refinement point between them allowed, each a grid
-    point's work."""
-    p = ctx.plan
-    n, m = p.n_records, max(p.m, 1)
-    grid = len(p.sweep) ** len(p.search_columns) if p.search_columns and p.sweep else 1
-    more = p.given.radius_refine if p.search_columns and p.sweep else 0
-    return Work(n * m * grid, n * m * (grid + more),
-                f"{n:,} x {m} x {grid}" + (f"–{grid + more}" if more else ""))
-
-
-#: the step's costs (:mod:`bayes_risk.auditing.memory_plan`). Its rate in CPU seconds a unit,
-#: measured again after the pooled search's faster counts (Intel Xeon, load 17–25: 4.7 µs a
-#: unit at 5,000 records, 6.7–7.3 at 20,000, 7.7 at 50,000 and 8.6 at 100,000; the earlier
-#: 5.8–10.5 overstated the step; the sizes: ``README_SIZES``). What its results keep beside its
-#: kernels, measured on the README's audit (``make_ce_like(n, random_seed=1)``, CART release of
-#: 3 columns, m = 5) at 5,000 and 20,000 records, the larger of the two sizes' rates, rounded
-#: up: its results without pooled match probabilities and what its radius search leaves held,
-#: 1.8 kB a record at 5,000, 3.3 kB at 10,000 and 3.6 kB at 20,000, where 2 kB was planned from
-#: 5,000 alone. Its 10 kernels' first run loads 75 MB (the README's audit of 5,000 records);
-#: compiling them (numba caches them on disk, so only the first audit after an installation
-#: compiles them) took 23.1 s at 5,000 records then, 9.5 s once cached
-COST = StepCost(rate=("records x datasets x grid points", 4.7e-6, 8.7e-6), sizes=README_SIZES,
-                work=identification_work, need=identification_need, kept_per_record=4_000.0,
-                kernels=("bayes_risk.identification._kernels",
-                         "bayes_risk.identification._pair_kernels"),
-                kernel_bytes=75e6, compile_seconds=14.0)
 
 
 #: the warning codes that question each of the step's verdict lines (Measure.caveats); a
@@ -868,7 +526,6 @@ def identification_resolve(plan: AuditPlan, original: Any, release: Any,
 #: what of the step runs on the audit's executor (``audit(executor=...)``)
 EXECUTOR = ("the matching of every run (one dataset at a time, pooled, the radius searches, the "
             "knowledge sweep); the drivers of the risk in process")
-
 
 
 def released_known(line: Mapping[str, Any], known: Sequence[str],

@@ -22,7 +22,8 @@ from bayes_risk.auditing.context import (
     step_folder,
     write_table,
 )
-from bayes_risk.auditing.measures.identification import planned_index_bytes, released_known
+from bayes_risk.auditing.measures._identification_cost import planned_index_bytes
+from bayes_risk.auditing.measures.identification import released_known
 from bayes_risk.auditing.outcome import (
     README_SIZES,
     Measure,

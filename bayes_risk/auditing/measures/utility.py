@@ -19,7 +19,7 @@ from bayes_risk.auditing.context import (
     step_folder,
     write_table,
 )
-from bayes_risk.auditing.measures.identification import worst_case_point
+from bayes_risk.auditing.measures._identification_lines import worst_case_point
 from bayes_risk.auditing.outcome import (
     README_SIZES,
     Measure,
