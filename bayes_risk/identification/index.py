@@ -16,8 +16,8 @@ from bayes_risk.identification.problem import without_columns
 if TYPE_CHECKING:
     from bayes_risk.identification.problem import Prepared
 
-__all__ = ["mixed_radix", "TargetBounds", "target_bounds", "code_windows", "bound_codes",
-           "value_codes", "distinct_targets",
+__all__ = ["mixed_radix", "TargetBounds", "target_bounds", "code_windows", "sorted_key",
+           "bound_codes", "value_codes", "distinct_targets",
            "ReplicateIndex", "NumbaIndex", "make_index", "value_orders"]
 
 _CHUNK_CANDIDATES = 1 << 22  # candidate pairs buffered at once by the compiled index
@@ -292,10 +292,19 @@ def code_windows(prep: Prepared, rule: MatchRule) -> None:
     prep.tgt_radius = codes.T  # the targets' values freed before the records' are coded
     prep.coded = rule
     u = len(rule.radius_us)
-    prep.rec_radius_us = value_codes(prep.rec_radius_us, bounds[:u])
+    # each coding's sort of the values is a sort of their codes (the coding keeps their order):
+    # handed to the matching index (:func:`.engine.replicate_index`), which sorts them no more
+    prep.rec_radius_us, prep._cache[("us_order", rule.radius_us)] = value_codes(
+        prep.rec_radius_us, bounds[:u])
     reps = prep.rep_radius_s
     for r in range(len(reps)):  # one dataset's float64 values freed at a time
-        reps[r] = value_codes(reps[r], bounds[u:])
+        reps[r], prep._cache[sorted_key(rule, r)] = value_codes(reps[r], bounds[u:])
+
+
+def sorted_key(rule: MatchRule, r: int) -> tuple:
+    """The cache key of replicate ``r``'s synthesized radius columns' sort order, made while
+    they were coded for ``rule`` (:func:`code_windows`) and taken by its index."""
+    return ("s_order", r, rule.radius_s)
 
 
 def bound_codes(lo: np.ndarray, hi: np.ndarray, clo: np.ndarray, chi: np.ndarray
@@ -308,13 +317,16 @@ def bound_codes(lo: np.ndarray, hi: np.ndarray, clo: np.ndarray, chi: np.ndarray
     return distinct[:k].copy()
 
 
-def value_codes(vals: np.ndarray, bounds: Sequence[np.ndarray]) -> np.ndarray:
+def value_codes(vals: np.ndarray, bounds: Sequence[np.ndarray]
+                ) -> tuple[np.ndarray, np.ndarray]:
     """The codes ``2·#{bounds below v} + [v is a bound]`` of the values ``vals [q, n]``
-    (float64, no NaN) against each column's distinct bounds (:func:`bound_codes`), int32."""
+    (float64, no NaN) against each column's distinct bounds (:func:`bound_codes`), int32, and
+    the values' sort order (:func:`value_orders`), which is also the codes'."""
     out = np.empty(vals.shape, dtype=np.int32)
-    for j, o in enumerate(value_orders(vals)):
+    orders = value_orders(vals)
+    for j, o in enumerate(orders):
         _nb().value_codes(vals[j], o, bounds[j], out[j])
-    return out
+    return out, orders
 
 
 def distinct_targets(tkey: np.ndarray, bounds: TargetBounds, inv_f: np.ndarray | None,

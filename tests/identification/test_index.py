@@ -259,7 +259,8 @@ _CODED = st.one_of(st.sampled_from([0.0, -0.0, 1.0, -1.0, 2.5, np.inf, -np.inf, 
     hnp.arrays(np.float64, st.integers(0, 40), elements=_CODED))
 def test_codes_keep_every_comparison_of_values_and_bounds(bounds, vals):
     """The int32 codes of the coded radius columns (issue 88): every comparison of a value with
-    a window bound (>=, <=, >, <, ==) is the same of their codes as of the float64 numbers."""
+    a window bound (>=, <=, >, <, ==) is the same of their codes as of the float64 numbers, and
+    the values' sort order handed with them sorts the codes."""
     pytest.importorskip("numba")
     from bayes_risk.identification.index import bound_codes, value_codes
 
@@ -269,8 +270,11 @@ def test_codes_keep_every_comparison_of_values_and_bounds(bounds, vals):
     chi = np.empty(len(hi), dtype=np.int32)
     distinct = bound_codes(lo, hi, clo, chi)
     np.testing.assert_array_equal(distinct, np.unique(np.concatenate([lo, hi])))
-    cv = value_codes(vals[None, :], [distinct])[0]
+    codes, order = value_codes(vals[None, :], [distinct])
+    cv = codes[0]
     assert cv.dtype == np.int32
+    # the values' sort, which the index takes for the codes' (it sorts them no more)
+    assert (np.diff(cv[order[0]]) >= 0).all()
     for b, cb in ((lo, clo), (hi, chi)):
         for op in (np.greater_equal, np.less_equal, np.greater, np.less, np.equal):
             np.testing.assert_array_equal(op(cv[:, None], cb[None, :]),
