@@ -22,7 +22,7 @@ def build(rec_g, G, vals, orders, perms):
     for g in range(G):
         gstart[g + 1] += gstart[g]
     qq = max(q, 1)
-    sv = np.empty((qq, q, n), dtype=np.float64)
+    sv = np.empty((qq, q, n), dtype=vals.dtype)  # float64 values or int32 codes
     fill = np.empty(G, dtype=np.int64)
     if q == 0:
         for g in range(G):
@@ -104,6 +104,46 @@ def value_order(bits, out):
         keys, k2 = k2, keys
         idx, i2 = i2, idx
     out[:] = idx
+
+
+@_nb.njit(cache=True, nogil=True)
+def bound_codes(lo, olo, hi, ohi, clo, chi, distinct):
+    """``2·rank + 1`` of every bound ``lo[i]`` and ``hi[i]`` (each read in its sorted order
+    ``olo``, ``ohi``; no NaN) among the distinct values of both, into ``clo`` and ``chi``,
+    each distinct value once into ``distinct`` (a merge of the two); their number."""
+    n = lo.shape[0]
+    a = 0
+    b = 0
+    k = -1
+    prev = 0.0
+    while a < n or b < n:
+        low = b >= n or (a < n and lo[olo[a]] <= hi[ohi[b]])
+        v = lo[olo[a]] if low else hi[ohi[b]]
+        if k < 0 or v != prev:  # -0.0 and 0.0 are one value, as in every comparison
+            k += 1
+            distinct[k] = v
+            prev = v
+        if low:
+            clo[olo[a]] = 2 * k + 1
+            a += 1
+        else:
+            chi[ohi[b]] = 2 * k + 1
+            b += 1
+    return k + 1
+
+
+@_nb.njit(cache=True, nogil=True)
+def value_codes(vals, order, bounds, codes):
+    """``codes[i] = 2·#{bounds below vals[i]} + [vals[i] is a bound]`` (``bounds`` sorted and
+    distinct, ``vals`` read in their sorted ``order``, no NaN): a merge of the two."""
+    nb = bounds.shape[0]
+    k = 0
+    for t in range(order.shape[0]):
+        i = order[t]
+        v = vals[i]
+        while k < nb and bounds[k] < v:
+            k += 1
+        codes[i] = 2 * k + (1 if k < nb and bounds[k] == v else 0)
 
 
 @_nb.njit(cache=True, nogil=True)

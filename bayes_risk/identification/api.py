@@ -15,7 +15,9 @@ from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.exceptions import ValidationError, interruptible
 from bayes_risk.executors import InProcessExecutor, as_executor
 from bayes_risk.identification.assemble import assemble
+from bayes_risk.identification.engine import use_compiled
 from bayes_risk.identification.evaluate import record_pool, run_engine
+from bayes_risk.identification.index import code_windows
 from bayes_risk.identification.prepare import COMPAT_MODES, known_columns, prepare
 from bayes_risk.identification.specs import MatchSpec, PopulationSpec, spec_options
 from bayes_risk.results.identification import IdentificationResult
@@ -197,6 +199,8 @@ progressbar, executor
     in_process = isinstance(ex, InProcessExecutor)
     if in_process:  # one run: indexes used once are not kept
         plan.prep.single_run = True
+        if plan.settings.aggregation == "per_dataset" and use_compiled(plan.prep):
+            code_windows(plan.prep, plan.rule)  # its values as int32 codes: half the memory
     pool = record_pool(plan, shipped=not in_process)
     out = run_engine(plan, plan.rule, ex, pool, progressbar=progressbar,
                      keep_prob=keep_prob)

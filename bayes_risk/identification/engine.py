@@ -18,6 +18,7 @@ from bayes_risk.identification.index import (
     TargetBounds,
     make_index,
     mixed_radix,
+    sorted_key,
     target_bounds,
     value_orders,
 )
@@ -152,7 +153,9 @@ def replicate_index(prep: Prepared, rule: MatchRule, r: int, keep: bool = True
             # the sort order of an unsynthesized column is the same in every replicate
             us_ord = prep.cached(("us_order", rule.radius_us),
                                  lambda: value_orders(prep.rec_radius_us))
-            orders = value_orders(vals[len(rule.radius_us):])
+            orders = prep._cache.pop(sorted_key(rule, r), None)  # the coding's, used once
+            if orders is None:
+                orders = value_orders(vals[len(rule.radius_us):])
             if len(us_ord):
                 orders = np.concatenate([us_ord, orders])
         idx = make_index(rk, vals, cells, compiled, orders)

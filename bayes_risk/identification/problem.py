@@ -22,7 +22,7 @@ __all__ = ["Prepared", "TargetPartition", "drop_groups", "target_problem", "with
 class Prepared:
     """Encoded records, replicates and targets: exact columns as integer codes in the narrowest
     type that holds them (``-1``: absent from every released table), radius columns as
-    float64."""
+    float64 (or, for one rule, int32 codes: ``coded``)."""
 
     n: int
     R: int
@@ -47,6 +47,10 @@ class Prepared:
     #: rules the plan is evaluated on (a radius search's grid points): the compiled kernels'
     #: load (:func:`~bayes_risk.identification.engine.use_compiled`) is repaid by all of them
     runs: int = 1
+    #: the rule the radius columns are coded for (``None``: float64 values): the records' and
+    #: replicates' values as int32 codes that keep every comparison with the targets' windows,
+    #: ``tgt_radius`` the windows' codes ``[lo | hi]`` (:func:`.index.code_windows`)
+    coded: MatchRule | None = None
     _cache: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -89,7 +93,7 @@ class Prepared:
         self.rec_exact_us = np.empty((0, self.rec_exact_us.shape[1]), self.rec_exact_us.dtype)
         self.rec_radius_us = np.empty((self.rec_radius_us.shape[0], 0), np.float64)
         self.tgt_exact = np.empty((self.n_targets, 0), self.tgt_exact.dtype)
-        self.tgt_radius = np.empty((0, self.tgt_radius.shape[1]), np.float64)
+        self.tgt_radius = np.empty((0, self.tgt_radius.shape[1]), self.tgt_radius.dtype)
         self.confidential_radius = {}
 
 

@@ -244,3 +244,38 @@ def test_value_orders_sort_as_argsort(dtype):
         np.testing.assert_array_equal(np.sort(out), np.arange(len(x)))
     np.testing.assert_array_equal(hand[value_orders(hand[None, :])[0]][:3], [-np.inf, -(2.0**60),
                                                                           -2.5])
+
+
+# window bounds and values drawn from a few numbers (ties, values equal to bounds), signed zeros
+# and the infinities (a missing value is +inf, its window [inf, inf]); no NaN: a NaN bound
+# leaves the column uncoded and a value is never NaN (radius_values)
+_CODED = st.one_of(st.sampled_from([0.0, -0.0, 1.0, -1.0, 2.5, np.inf, -np.inf, 1e-300]),
+                   st.integers(-3, 3).map(float), st.floats(-1e6, 1e6, allow_nan=False))
+
+
+@settings(deadline=None, max_examples=200)
+@given(st.integers(1, 30).flatmap(lambda n: st.tuples(
+    hnp.arrays(np.float64, n, elements=_CODED), hnp.arrays(np.float64, n, elements=_CODED))),
+    hnp.arrays(np.float64, st.integers(0, 40), elements=_CODED))
+def test_codes_keep_every_comparison_of_values_and_bounds(bounds, vals):
+    """The int32 codes of the coded radius columns (issue 88): every comparison of a value with
+    a window bound (>=, <=, >, <, ==) is the same of their codes as of the float64 numbers, and
+    the values' sort order handed with them sorts the codes."""
+    pytest.importorskip("numba")
+    from bayes_risk.identification.index import bound_codes, value_codes
+
+    lo, hi = bounds
+    vals = np.concatenate([vals, lo, hi])  # values equal to bounds, besides the drawn ones
+    clo = np.empty(len(lo), dtype=np.int32)
+    chi = np.empty(len(hi), dtype=np.int32)
+    distinct = bound_codes(lo, hi, clo, chi)
+    np.testing.assert_array_equal(distinct, np.unique(np.concatenate([lo, hi])))
+    codes, order = value_codes(vals[None, :], [distinct])
+    cv = codes[0]
+    assert cv.dtype == np.int32
+    # the values' sort, which the index takes for the codes' (it sorts them no more)
+    assert (np.diff(cv[order[0]]) >= 0).all()
+    for b, cb in ((lo, clo), (hi, chi)):
+        for op in (np.greater_equal, np.less_equal, np.greater, np.less, np.equal):
+            np.testing.assert_array_equal(op(cv[:, None], cb[None, :]),
+                                          op(vals[:, None], b[None, :]))

@@ -3,12 +3,14 @@ time while the threads match its chunks of targets, with the counts of the numpy
 
 from __future__ import annotations
 
+import warnings
 import weakref
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from bayes_risk.exceptions import DataWarning
 from bayes_risk.identification import engine
 from bayes_risk.identification.api import identification_risk
 from bayes_risk.identification.specs import MatchSpec
@@ -195,3 +197,43 @@ def test_a_rectangles_kernels_get_no_copy_of_its_zero_centres():
     cen, sc = _ellipse_arrays(TargetBounds(lo, lo + 1, centre, scale, True, False))
     np.testing.assert_array_equal(cen, centre)
     np.testing.assert_array_equal(sc, scale)
+
+
+@pytest.mark.parametrize("window", ["closed", "open"])
+def test_coded_radius_columns_give_the_float_columns_results(monkeypatch, window):
+    """A one-run per-dataset call holds its radius columns as int32 codes (issue 88: half the
+    memory of float64 values), the matching index's sorted values too, and gives the records
+    of the float64 columns: with ties, values equal to window bounds, a missing value (its
+    window [inf, inf]), an unsynthesized radius column and the unsynthesized fallback."""
+    from bayes_risk.identification import api
+
+    y, zs = _release(n=600, m=3)
+    y["u"] = np.random.default_rng(88).integers(0, 50, len(y)).astype(float)
+    y.loc[:20, "x"] = np.nan
+    y.loc[21:40, "x"] = 1000.0  # ties; 1000 +- 5% = 950 and 1050, values of other records
+    y.loc[41:60, "x"] = 950.0
+    zs = [z.assign(u=y.u, x=np.where(np.arange(len(y)) % 7 == 0, 1050.0, z.x)) for z in zs]
+    monkeypatch.setattr(engine, "USE_NUMBA", True)
+    held = []
+    built = engine.make_index
+    monkeypatch.setattr(engine, "make_index", lambda *a, **k: held.append(built(*a, **k))
+                        or held[-1])
+
+    def run():
+        with warnings.catch_warnings():  # the missing values' targets match no record
+            warnings.simplefilter("ignore", DataWarning)
+            return identification_risk(
+                y, zs, known=["g", "u", "x", "w"], synthesized=["x", "w"], categorical=["g"],
+                aggregation="per_dataset", progressbar=False,
+                match=MatchSpec(radius={"u": 0.1, "x": 0.05, "w": 0.05},
+                                radius_type="percentage", window=window,
+                                fallback="unsynthesized", missing_known="level"))
+
+    coded = run()
+    assert held and all(i.vals.dtype == np.int32 and i.sv.dtype == np.int32 for i in held)
+    monkeypatch.setattr(api, "code_windows", lambda prep, rule: None)
+    held.clear()
+    floats = run()
+    assert held and all(i.vals.dtype == np.float64 for i in held)
+    pd.testing.assert_frame_equal(coded.records, floats.records)
+    assert (coded.records["c"] > 1).any()
