@@ -74,24 +74,15 @@ def run(args: argparse.Namespace) -> int:
     """Run the design into ``--out`` and print its answer."""
     import shutil
 
+    from bayes_risk._specs import spec_values
     from bayes_risk._terminal import line
     from bayes_risk.auditing.thresholds import Thresholds
     from bayes_risk.cli._common import print_summary
     from bayes_risk.designing import SearchSpec, design
-    from bayes_risk.exceptions import ValidationError
 
     thresholds = Thresholds.parse(args.threshold)  # checked before any input is read
     space = space_from_args(args)
-    screen = None if str(args.screen_records).lower() == "none" else args.screen_records
-    if screen is not None:
-        try:
-            screen = int(screen)
-        except ValueError:
-            raise ValidationError(f"--screen-records {args.screen_records!r}: expected a number "
-                                  "of records or none.", code="BAD_OPTION_VALUE") from None
-    search = SearchSpec(objective=args.objective, max_candidates=args.max_candidates,
-                        patience=args.patience, screen_records=screen, confirm=args.confirm,
-                        cpu_budget=args.cpu_budget)
+    search = SearchSpec(**spec_values(SearchSpec, vars(args)))
     out = Path(args.out)
     if args.overwrite and not args.resume and out.exists() and any(out.iterdir()):
         shutil.rmtree(out)  # --overwrite: the old design goes when the new one starts

@@ -30,8 +30,8 @@ def frontier_figure(result: Any, path: str | os.PathLike[str] | None = None) -> 
     with its interval (bars), y the objective; the threshold a dashed line, the utility
     threshold another; filled: passes every line; ×: past this panel's threshold; open:
     excluded by another line; ★: the chosen release (its search figure)."""
+    from bayes_risk._search_spec import OBJECTIVES
     from bayes_risk.auditing.plots import _plt
-    from bayes_risk.designing.space import OBJECTIVES
     from bayes_risk.measures import measures
 
     plt = _plt()

@@ -73,7 +73,7 @@ class DesignResult:
 
     def ranked(self) -> list[dict[str, Any]]:
         """The candidates that pass every line, best objective first."""
-        from bayes_risk.designing.space import OBJECTIVES
+        from bayes_risk._search_spec import OBJECTIVES
 
         sign = -1.0 if OBJECTIVES[self.objective] == "max" else 1.0
         ok = [r for r in self.candidates if r["feasible"] and np.isfinite(self._objective(r))]

@@ -15,11 +15,10 @@ from bayes_risk._constraints import (
     Interval,
     Options,
     SequenceOf,
-    check_fields,
     check_params,
     check_value,
-    checked,
 )
+from bayes_risk._search_spec import OBJECTIVES, SearchSpec
 from bayes_risk.exceptions import ValidationError
 
 __all__ = ["DesignSpace", "SearchSpec", "Remedy", "REMEDIES", "KNOBS", "register_remedy",
@@ -438,10 +437,6 @@ def _refused(method: str, knobs: Mapping[str, Any], schema: Any,
     return None
 
 
-#: the utility lines a design can maximise: threshold name -> direction of "better"
-OBJECTIVES: dict[str, str] = {"overlap": "max", "s_pmse": "min"}
-
-
 def objective_value(record: Mapping[str, Any], objective: str) -> float:
     """The candidate's figure of the utility line ``objective`` (its worst line of that name);
     NaN when it has none."""
@@ -449,55 +444,3 @@ def objective_value(record: Mapping[str, Any], objective: str) -> float:
     if not vals:
         return float("nan")
     return min(vals) if OBJECTIVES[objective] == "max" else max(vals)
-
-
-@dataclass(frozen=True)
-class SearchSpec:
-    """What a design's search optimises and how long it runs: its objective, its stops, its
-    subsample screen and its fresh-seed re-audits (:func:`~bayes_risk.design`'s ``search=``).
-
-    Parameters
-    ----------
-    objective : {"overlap", "s_pmse"}
-        The utility line to optimise: the mean interval overlap (maximised, default) or the
-        mean S_pMSE (minimised).
-    max_candidates : int
-        Most candidates audited. A space of at most this many is enumerated in full; a larger
-        one is searched by Optuna's TPE sampler with the verdict lines as constraints.
-    patience : int, optional
-        Stop once this many candidates in a row have not improved the best release that
-        passes (default: no such stop).
-    screen_records : int or None
-        Records of the subsample screen (``None``: no subsample; also skipped for fewer than
-        twice as many records).
-    confirm : int or None
-        Most candidates re-audited with fresh seeds, best first, until one passes (``None``:
-        every one that passes).
-    cpu_budget : float, optional
-        CPU seconds of the search (this process's, every thread): the candidate running when
-        they are spent is stopped and not counted, and a ``resume`` audits it again (the
-        fresh-seed re-audit comes after the search, outside the budget). Off the main
-        thread and on Windows, where no CPU timer can interrupt it, the candidate running
-        finishes first.
-
-    Raises
-    ------
-    ValidationError
-        An unknown objective, or a count or budget out of its range, named in the message.
-
-    Examples
-    --------
-    >>> SearchSpec(max_candidates=8, patience=3).confirm
-    3
-    """
-
-    objective: str = field(default="overlap", metadata=checked(Options(OBJECTIVES)))
-    max_candidates: int = field(default=24, metadata=checked(Interval(int, 1)))
-    patience: int | None = field(default=None, metadata=checked([Interval(int, 1), None]))
-    screen_records: int | None = field(default=300, metadata=checked([Interval(int, 10), None]))
-    confirm: int | None = field(default=3, metadata=checked([Interval(int, 1), None]))
-    cpu_budget: float | None = field(default=None, metadata=checked(
-        [Interval(float, 0, closed="neither"), None]))
-
-    def __post_init__(self) -> None:
-        check_fields(self)

@@ -9,6 +9,7 @@ import argparse
 import pytest
 
 from bayes_risk._sampling_spec import Sampling
+from bayes_risk._search_spec import SearchSpec
 from bayes_risk._specs import cli_fields, cli_specs, spec_values
 from bayes_risk._utility_specs import OverlapSpec, PropensitySpec
 from bayes_risk.attribute.specs import EstimatorSpec, ScenarioSpec
@@ -22,7 +23,8 @@ from bayes_risk.membership.specs import AttackSpec, RatioSpec
 #: the spec classes each sub-command builds from its options
 SPECS_OF = {"identification": (MatchSpec, PopulationSpec), "membership": (AttackSpec, RatioSpec),
             "attribute": (ScenarioSpec, EstimatorSpec), "utility": (PropensitySpec, OverlapSpec),
-            "audit": (AuditSettings,), "fit": (Sampling,), "disclosure": (ExclusionSpec,)}
+            "audit": (AuditSettings,), "fit": (Sampling,), "disclosure": (ExclusionSpec,),
+            "design": (SearchSpec,)}
 
 
 def spec_options(spec: type) -> dict[str, str]:
@@ -169,6 +171,16 @@ def test_a_bad_audit_setting_names_its_option(option, value, message, capsys, tm
                      option, value, "--out", str(tmp_path / "out")]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_the_design_options_give_the_search():
+    design = _subparsers()["design"]
+    args = design.parse_args(["o.csv", "--known", "a", "--objective", "s_pmse", "--patience",
+                              "4", "--screen-records", "none", "--cpu-budget", "60", "--out", "o"])
+    assert SearchSpec(**spec_values(SearchSpec, vars(args))) == SearchSpec(
+        objective="s_pmse", patience=4, screen_records=None, cpu_budget=60.0)
+    args = design.parse_args(["o.csv", "--known", "a", "--screen-records", "50", "--out", "o"])
+    assert spec_values(SearchSpec, vars(args)) == {"screen_records": 50}
 
 
 def test_the_fit_mcmc_options_give_the_sampling():

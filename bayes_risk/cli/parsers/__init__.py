@@ -73,9 +73,6 @@ LIBRARY_NAMES: dict[str, tuple[str, ...]] = {
     "scenario": ("ScenarioSpec.kind",),
     "pairs": ("ScenarioSpec.pairs",),
     "known_records": ("ScenarioSpec.known_records",),
-    # design's search (bayes_risk.designing.SearchSpec)
-    **{n: (f"SearchSpec.{n}",) for n in ("objective", "max_candidates", "patience",
-                                          "screen_records", "confirm", "cpu_budget")},
 }
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from bayes_risk._search_spec import SEARCH, SearchSpec
 from bayes_risk.cli._common import add_run_arguments
+from bayes_risk.cli.parsers import add_spec_options
 
 __all__ = ["add_parser"]
 
@@ -88,23 +90,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="hold an axis at one value (repeat), e.g. m=5 or cart.smoothing=true")
     g.add_argument("--exclude", action="append", default=None, metavar="AXIS=V,V",
                    help="values an axis never takes (repeat), e.g. remedy=bottom_top")
-    s = p.add_argument_group("the search")
-    s.add_argument("--objective", default="overlap", choices=["overlap", "s_pmse"],
-                   help="the utility line maximised (overlap) or minimised (s_pmse) among the "
-                   "releases that pass (default overlap)")
-    s.add_argument("--max-candidates", type=int, default=24, metavar="N",
-                   help="most candidates audited (default 24)")
-    s.add_argument("--patience", type=int, default=None, metavar="N",
-                   help="stop after N candidates in a row without a better release that passes")
-    s.add_argument("--screen-records", default="300", metavar="N|none",
-                   help="records of the subsample screen of the model-based steps (default "
-                   "300; none: every record at once)")
-    s.add_argument("--confirm", type=int, default=3, metavar="N",
-                   help="most candidates re-audited with fresh seeds, best first, until one "
-                   "passes (default 3)")
-    s.add_argument("--cpu-budget", type=float, default=None, metavar="SECONDS",
-                   help="CPU seconds of the search: no candidate starts once the next would "
-                   "pass it")
+    # the search: SearchSpec's options, then the audit's thresholds and --resume
+    s = p.add_argument_group(SEARCH)
+    add_spec_options(p, SearchSpec)
     s.add_argument("--threshold", action="append", default=None, metavar="NAME=VALUE",
                    help="verdict threshold (repeat; names and defaults: bayes-risk audit --help)")
     s.add_argument("--resume", action=_Resume, nargs=0, default=False,
