@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from bayes_risk._memory import current_limit, format_bytes, parse_memory
+from bayes_risk._search_spec import SearchSpec
 from bayes_risk.designing.evaluate import SCREEN_CONFIDENCE
-from bayes_risk.designing.space import SearchSpec, fit_key
+from bayes_risk.designing.space import fit_key
 
 
 def start_facts(start: Any) -> dict[str, Any] | None:

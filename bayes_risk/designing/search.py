@@ -19,6 +19,7 @@ import pandas as pd
 
 from bayes_risk._constraints import InstanceOf, check_value
 from bayes_risk._memory import peak_memory
+from bayes_risk._search_spec import OBJECTIVES, SearchSpec
 from bayes_risk._terminal import say
 from bayes_risk.designing.evaluate import (
     Evaluator,
@@ -29,9 +30,7 @@ from bayes_risk.designing.evaluate import (
 )
 from bayes_risk.designing.plan import plan_lines, start_facts
 from bayes_risk.designing.space import (
-    OBJECTIVES,
     DesignSpace,
-    SearchSpec,
     columns_to_cover,
     fit_key,
     grown_columns,

@@ -18,10 +18,10 @@ from bayes_risk._constraints import (
     check_params,
     check_value,
 )
-from bayes_risk._search_spec import OBJECTIVES, SearchSpec
+from bayes_risk._search_spec import OBJECTIVES
 from bayes_risk.exceptions import ValidationError
 
-__all__ = ["DesignSpace", "SearchSpec", "Remedy", "REMEDIES", "KNOBS", "register_remedy",
+__all__ = ["DesignSpace", "Remedy", "REMEDIES", "KNOBS", "register_remedy",
            "candidate_key", "fit_key", "columns_to_cover"]
 
 #: the main knobs of each synthesizer and the values a design tries by default: CART's and the
