@@ -1,6 +1,6 @@
-"""Anonymeter's three attacks run together on one release, as ``bayes-risk attacks`` runs them
-(:func:`attacks_run`): which attacks run, their shared arguments, and the run's lines and files
-(:class:`AttacksRun`)."""
+"""Anonymeter's three attacks run together on one release, as ``bayes-risk attacks`` and the
+audit's attacks step run them (:func:`attacks_run`): which attacks run, their shared arguments,
+and the run's lines and files (:class:`AttacksRun`)."""
 
 from __future__ import annotations
 

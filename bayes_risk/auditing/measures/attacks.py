@@ -48,54 +48,51 @@ def attacks_preflight(ctx: StepContext) -> None:
 
 def attacks_step(ctx: StepContext) -> StepOutcome:
     """Singling-out, linkability and inference risk against the holdout (run with one:
-    :func:`attacks_applies`); inference of each synthesized column from every other column."""
-    from bayes_risk.attacks import inference_risk, linkability_risk
+    :func:`attacks_applies`), as ``bayes-risk attacks`` runs them
+    (:func:`~bayes_risk.attacks.run.attacks_run`), with the audit's seed and settings
+    (:data:`~bayes_risk.auditing.plan.ATTACK_OPTIONS`); inference of each synthesized column
+    from every other column."""
+    from bayes_risk.attacks.run import attacks_run
 
     p = ctx.plan
     opts = ATTACK_OPTIONS
-    n_cols = min(opts["n_cols"], len(ctx.schema))
-    common = dict(holdout=ctx.holdout, schema=ctx.schema, random_seed=p.random_seed)
-    so = singling_out_risk(ctx.original, ctx.synthetic, n_attacks=int(opts["n_attacks"]),
-                           n_cols=int(n_cols), **common)
     # the intruder who knows every other column of a target: anonymeter's usual setting, and
     # that of the Bayesian attribute risk (a column left as released is not a secret)
-    inf = (inference_risk(ctx.original, ctx.synthetic, secret=p.synthesized,
-                          n_attacks=int(opts["n_attacks"]), tolerance=opts["tolerance"],
-                          **common) if p.synthesized and len(ctx.schema) > 1 else None)
-    lk, why_not = None, None
+    inference = ({"secret": p.synthesized, "tolerance": opts["tolerance"]}
+                 if p.synthesized and len(ctx.schema) > 1 else None)
+    linkability, why_not = None, None
     if p.linkability_columns is None:
         why_not = ("every column is known to the intruder, so no second table is left to link "
                    "(give linkability_columns / --linkability)")
     else:
-        n = min(int(opts["n_attacks"]), len(ctx.original), len(ctx.holdout))
-        lk = linkability_risk(ctx.original, ctx.synthetic, aux_columns=p.linkability_columns,
-                              n_attacks=n, n_neighbors=int(opts["n_neighbors"]), **common)
+        linkability = {"aux_columns": p.linkability_columns,
+                       "n_neighbors": int(opts["n_neighbors"])}
+    run = attacks_run(ctx.original, ctx.synthetic, holdout=ctx.holdout, schema=ctx.schema,
+                      random_seed=p.random_seed,
+                      singling_out={"n_cols": int(min(opts["n_cols"], len(ctx.schema)))},
+                      linkability=linkability, inference=inference,
+                      n_attacks=int(opts["n_attacks"]))
     folder = step_folder(ctx, "attacks")
     files: list[str] = []
     if folder is not None:
-        write_json(folder / "summary.json", {
-            "measure": "attacks", "singling_out": so.to_dict(),
-            "linkability": None if lk is None else lk.to_dict(),
-            "linkability_not_run": why_not,
-            "inference": None if inf is None else inf.to_dict(),
-            "warnings": list(dict.fromkeys(w for r in (so, lk, inf) if r is not None
-                                           for w in r.warnings))})
-        write_table(ctx, so.table, folder / "singling_out.csv")
-        write_table(ctx, so.queries, folder / "singling_out_queries.csv")
-        plot_figure(so, "risk").savefig(folder / "singling_out.png", dpi=100)
-        files = ["summary.json", "singling_out.csv", "singling_out_queries.csv",
-                 "singling_out.png"]
-        if lk is not None:
-            write_table(ctx, lk.table, folder / "linkability.csv")
-            write_table(ctx, lk.records, folder / "linkability_records.csv")
-            plot_figure(lk, "risk").savefig(folder / "linkability.png", dpi=100)
-            files += ["linkability.csv", "linkability_records.csv", "linkability.png"]
-        if inf is not None:
-            write_table(ctx, inf.table, folder / "inference.csv")
-            write_table(ctx, inf.records, folder / "inference_records.csv")
-            plot_figure(inf, "risk").savefig(folder / "inference.png", dpi=100)
-            files += ["inference.csv", "inference_records.csv", "inference.png"]
-    result: dict[str, Any] = {"singling_out": so, "linkability": lk, "inference": inf}
+        d = run.to_dict()
+        # why linkability did not run, beside it: the summary's keys in their former order
+        write_json(folder / "summary.json", {k: d[k] for k in ("measure", "singling_out",
+                                                               "linkability")}
+                   | {"linkability_not_run": why_not} | d)
+        tables, figures = run.files()
+        # each attack's files together, its figure last (stable sort)
+        parts = ("singling_out", "linkability", "inference")
+        names = sorted([*tables, *figures],
+                       key=lambda f: next(i for i, a in enumerate(parts) if f.startswith(a)))
+        for name in names:
+            if name in tables:
+                write_table(ctx, tables[name], folder / name)
+            else:
+                plot_figure(*figures[name]).savefig(folder / name, dpi=100)
+        files = ["summary.json", *names]
+    result: dict[str, Any] = {"singling_out": run.singling_out, "linkability": run.linkability,
+                              "inference": run.inference}
     return ran("attacks", result, folder, files, linkability_not_run=why_not)
 
 
