@@ -10,27 +10,11 @@ from typing import Any
 __all__ = ["run"]
 
 
-def _pairs(items: list[str] | None, option: str) -> dict[str, str]:
-    from bayes_risk.exceptions import ValidationError
-
-    out: dict[str, str] = {}
-    for it in items or []:
-        key, sep, value = it.partition("=")
-        if not sep or not key.strip() or not value.strip():
-            raise ValidationError(f"{option} {it!r}: expected AXIS=VALUE.",
-                                  code="BAD_OPTION_VALUE")
-        out[key.strip()] = value.strip()
-    return out
-
-
-def _list(text: str) -> list[Any]:
-    from bayes_risk.designing.space import _value
-
-    return [_value(v) for v in text.split(",") if v.strip()]
-
-
 def space_from_args(args: argparse.Namespace) -> Any:
-    """The :class:`~bayes_risk.designing.DesignSpace` of ``--space`` and the options."""
+    """The :class:`~bayes_risk.designing.DesignSpace` of ``--space`` and the options: a field
+    given by an option replaces the file's, and the mappings ``knobs`` (each method's),
+    ``fix`` and ``exclude`` take the options' keys over the file's."""
+    from bayes_risk._specs import spec_values
     from bayes_risk.designing import DesignSpace
     from bayes_risk.exceptions import ValidationError
 
@@ -44,30 +28,15 @@ def space_from_args(args: argparse.Namespace) -> Any:
         if not isinstance(spec, dict):
             raise ValidationError(f"--space {args.space!r}: expected a JSON object.",
                                   code="BAD_OPTION_VALUE")
-    if args.columns is not None:
-        spec["columns"] = [[c.strip() for c in s.split(",") if c.strip()] for s in args.columns]
-    if args.methods is not None:
-        spec["methods"] = args.methods
-    if args.m is not None:
-        spec["m"] = args.m
-    if args.remedies is not None:
-        spec["remedies"] = args.remedies
-    if args.knob:
-        knobs = dict(spec.get("knobs") or {})
-        for axis, values in _pairs(args.knob, "--knob").items():
-            method, dot, name = axis.partition(".")
-            if not dot or not name:
-                raise ValidationError(f"--knob {axis!r}: expected METHOD.SETTING=V,V "
-                                      "(cart.min_leaf=5,20).", code="BAD_OPTION_VALUE")
-            knobs.setdefault(method, {})[name] = _list(values)
-        spec["knobs"] = knobs
-    if args.fix:
-        spec["fix"] = {**(spec.get("fix") or {}), **{
-            k: (_list(v) if k == "columns" else v) for k, v in _pairs(args.fix, "--fix").items()}}
-    if args.exclude:
-        spec["exclude"] = {**(spec.get("exclude") or {}), **{
-            k: _list(v) for k, v in _pairs(args.exclude, "--exclude").items()}}
-    return DesignSpace.from_dict(spec)
+    given = spec_values(DesignSpace, vars(args))
+    if "knobs" in given:
+        file_knobs = dict(spec.get("knobs") or {})
+        given["knobs"] = {**file_knobs, **{method: {**(file_knobs.get(method) or {}), **ks}
+                                           for method, ks in given["knobs"].items()}}
+    for name in ("fix", "exclude"):
+        if name in given:
+            given[name] = {**(spec.get(name) or {}), **given[name]}
+    return DesignSpace.from_dict({**spec, **given})
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,5 +1,10 @@
 """The space a design searches (:class:`DesignSpace`) and the remedies it may apply, by name
-(:data:`REMEDIES`, :func:`register_remedy`). See :doc:`/user_guide/design`."""
+(:data:`REMEDIES`, :func:`register_remedy`), with the options of ``bayes-risk design`` that
+set the space's fields. See :doc:`/user_guide/design`.
+
+Imports only the standard library and light helpers at module level: ``bayes-risk design``
+declares its space options from the fields (``bayes-risk --help`` imports no numpy).
+"""
 
 from __future__ import annotations
 
@@ -19,10 +24,14 @@ from bayes_risk._constraints import (
     check_value,
 )
 from bayes_risk._search_spec import OBJECTIVES
+from bayes_risk._specs import cli_option
 from bayes_risk.exceptions import ValidationError
 
-__all__ = ["DesignSpace", "Remedy", "REMEDIES", "KNOBS", "register_remedy",
+__all__ = ["DesignSpace", "Remedy", "REMEDIES", "KNOBS", "SPACE", "register_remedy",
            "candidate_key", "fit_key", "columns_to_cover"]
+
+#: the argument group of ``bayes-risk design --help`` that lists the space's options
+SPACE = "the space (each default stated in the report)"
 
 #: the main knobs of each synthesizer and the values a design tries by default: CART's and the
 #: forest's minimum leaf and smoothing (synthpop's ``minbucket`` and ``smoothing``), DPMPM's
@@ -250,6 +259,50 @@ def _value(text: Any) -> Any:
         return t
 
 
+def _values(text: str) -> list[Any]:
+    """An axis's comma-separated values as given on the command line (``5,20,50``)."""
+    return [_value(v) for v in text.split(",") if v.strip()]
+
+
+def _pairs(items: Sequence[str], option: str) -> dict[str, str]:
+    """The ``AXIS=VALUE`` items of a repeated ``option``, by axis (a later one wins)."""
+    out: dict[str, str] = {}
+    for it in items:
+        key, sep, value = it.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise ValidationError(f"{option} {it!r}: expected AXIS=VALUE.",
+                                  code="BAD_OPTION_VALUE")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _column_sets(texts: Sequence[str]) -> list[list[str]]:
+    """``--columns``: each column set comma-separated (``Tenure,Income``)."""
+    return [[c.strip() for c in s.split(",") if c.strip()] for s in texts]
+
+
+def _knobs(items: Sequence[str]) -> dict[str, dict[str, list[Any]]]:
+    """``--knob METHOD.SETTING=V,V`` (repeated) as ``{method: {setting: values}}``."""
+    knobs: dict[str, dict[str, list[Any]]] = {}
+    for axis, values in _pairs(items, "--knob").items():
+        method, dot, name = axis.partition(".")
+        if not dot or not name:
+            raise ValidationError(f"--knob {axis!r}: expected METHOD.SETTING=V,V "
+                                  "(cart.min_leaf=5,20).", code="BAD_OPTION_VALUE")
+        knobs.setdefault(method, {})[name] = _values(values)
+    return knobs
+
+
+def _fixed(items: Sequence[str]) -> dict[str, Any]:
+    """``--fix AXIS=VALUE`` (repeated): the ``columns`` axis's value is a comma-separated set."""
+    return {k: (_values(v) if k == "columns" else v) for k, v in _pairs(items, "--fix").items()}
+
+
+def _excluded(items: Sequence[str]) -> dict[str, list[Any]]:
+    """``--exclude AXIS=V,V`` (repeated)."""
+    return {k: _values(v) for k, v in _pairs(items, "--exclude").items()}
+
+
 @dataclass(frozen=True)
 class DesignSpace:
     """The releases a design searches: which columns to synthesize, the synthesizer and its
@@ -285,13 +338,27 @@ class DesignSpace:
         (``INVALID_ARGUMENT``).
     """
 
-    columns: Sequence[Sequence[str]] | None = None
-    methods: Sequence[str] | None = None
-    knobs: Mapping[str, Mapping[str, Sequence[Any]]] | None = None
-    m: Sequence[int] | None = None
-    remedies: Sequence[str] = ("none", "smooth")
-    fix: Mapping[str, Any] = field(default_factory=dict)
-    exclude: Mapping[str, Sequence[Any]] = field(default_factory=dict)
+    columns: Sequence[Sequence[str]] | None = field(default=None, metadata=cli_option(
+        "--columns", "column sets to synthesize, each comma-separated", nargs="+",
+        metavar="COL,COL", parse=_column_sets, group=SPACE))
+    methods: Sequence[str] | None = field(default=None, metadata=cli_option(
+        "--methods", "synthesizers (cart, rf, dpmpm, pmm, ...)", nargs="+", metavar="METHOD",
+        group=SPACE))
+    knobs: Mapping[str, Mapping[str, Sequence[Any]]] | None = field(default=None, metadata=(
+        cli_option("--knob", "the values of a synthesizer's knob (repeat), e.g. "
+                   "cart.min_leaf=5,20,50", action="append", metavar="METHOD.SETTING=V,V",
+                   parse=_knobs, group=SPACE)))
+    m: Sequence[int] | None = field(default=None, metadata=cli_option(
+        "-m", "numbers of synthetic datasets", nargs="+", type=int, metavar="M", group=SPACE))
+    remedies: Sequence[str] = field(default=("none", "smooth"), metadata=cli_option(
+        "--remedies", "remedies applied after synthesis (none, smooth, bottom_top, or a "
+        "registered one; default none smooth)", nargs="+", metavar="NAME", group=SPACE))
+    fix: Mapping[str, Any] = field(default_factory=dict, metadata=cli_option(
+        "--fix", "hold an axis at one value (repeat), e.g. m=5 or cart.smoothing=true",
+        action="append", metavar="AXIS=VALUE", parse=_fixed, group=SPACE))
+    exclude: Mapping[str, Sequence[Any]] = field(default_factory=dict, metadata=cli_option(
+        "--exclude", "values an axis never takes (repeat), e.g. remedy=bottom_top",
+        action="append", metavar="AXIS=V,V", parse=_excluded, group=SPACE))
 
     def __post_init__(self) -> None:
         for name in self.remedies:

@@ -5,6 +5,7 @@ field of a spec it takes, and the option's text gives the field's value."""
 from __future__ import annotations
 
 import argparse
+import json
 
 import pytest
 
@@ -15,7 +16,9 @@ from bayes_risk._utility_specs import OverlapSpec, PropensitySpec
 from bayes_risk.attribute.specs import EstimatorSpec, ScenarioSpec
 from bayes_risk.auditing.settings import AuditSettings
 from bayes_risk.cli import build_parser
+from bayes_risk.cli.design import space_from_args
 from bayes_risk.cli.parsers import option_names
+from bayes_risk.designing import DesignSpace
 from bayes_risk.disclosure.specs import ExclusionSpec
 from bayes_risk.identification.specs import MatchSpec, PopulationSpec
 from bayes_risk.membership.specs import AttackSpec, RatioSpec
@@ -24,7 +27,7 @@ from bayes_risk.membership.specs import AttackSpec, RatioSpec
 SPECS_OF = {"identification": (MatchSpec, PopulationSpec), "membership": (AttackSpec, RatioSpec),
             "attribute": (ScenarioSpec, EstimatorSpec), "utility": (PropensitySpec, OverlapSpec),
             "audit": (AuditSettings,), "fit": (Sampling,), "disclosure": (ExclusionSpec,),
-            "design": (SearchSpec,)}
+            "design": (DesignSpace, SearchSpec)}
 
 
 def spec_options(spec: type) -> dict[str, str]:
@@ -181,6 +184,29 @@ def test_the_design_options_give_the_search():
         objective="s_pmse", patience=4, screen_records=None, cpu_budget=60.0)
     args = design.parse_args(["o.csv", "--known", "a", "--screen-records", "50", "--out", "o"])
     assert spec_values(SearchSpec, vars(args)) == {"screen_records": 50}
+
+
+def test_the_design_options_give_the_space_over_its_file(tmp_path):
+    # DesignSpace declares the space's options; given, they override --space's fields, the
+    # mappings key by key (knobs method by method)
+    design = _subparsers()["design"]
+    args = design.parse_args(["o.csv", "--known", "a", "--columns", "A,B", "C", "-m", "2",
+                              "--knob", "cart.min_leaf=5,20", "--fix", "columns=A,B",
+                              "--exclude", "remedy=smooth", "--out", "o"])
+    assert spec_values(DesignSpace, vars(args)) == {
+        "columns": [["A", "B"], ["C"]], "m": [2], "knobs": {"cart": {"min_leaf": [5, 20]}},
+        "fix": {"columns": ["A", "B"]}, "exclude": {"remedy": ["smooth"]}}
+    (tmp_path / "space.json").write_text(json.dumps({
+        "columns": [["Z"]], "methods": ["cart", "rf"],
+        "knobs": {"cart": {"smoothing": [True]}, "rf": {"smoothing": [False]}},
+        "fix": {"m": 5, "remedy": "none"}, "exclude": {"m": [1]}}))
+    args = design.parse_args(["o.csv", "--known", "a", "--space", str(tmp_path / "space.json"),
+                              "--columns", "A,B", "--knob", "cart.min_leaf=5",
+                              "--fix", "m=2", "--out", "o"])
+    assert space_from_args(args) == DesignSpace(
+        columns=[["A", "B"]], methods=["cart", "rf"],
+        knobs={"cart": {"smoothing": [True], "min_leaf": [5]}, "rf": {"smoothing": [False]}},
+        fix={"m": 2, "remedy": "none"}, exclude={"m": [1]})
 
 
 def test_the_fit_mcmc_options_give_the_sampling():

@@ -8,6 +8,7 @@ from typing import Any
 from bayes_risk._search_spec import SEARCH, SearchSpec
 from bayes_risk.cli._common import add_run_arguments
 from bayes_risk.cli.parsers import add_spec_options
+from bayes_risk.designing.space import SPACE, DesignSpace
 
 __all__ = ["add_parser"]
 
@@ -71,25 +72,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    "the cost stated before the work")
     p.add_argument("--categorical", nargs="+", default=[], metavar="COL",
                    help="integer-coded factors of ORIGINAL")
-    g = p.add_argument_group("the space (each default stated in the report)")
+    # the space: --space, then DesignSpace's options (given, they override the file's fields)
+    g = p.add_argument_group(SPACE)
     g.add_argument("--space", default=None, metavar="FILE.json",
                    help="the space as JSON: columns, methods, knobs, m, remedies, fix, exclude "
                    "(options below override its fields)")
-    g.add_argument("--columns", nargs="+", default=None, metavar="COL,COL",
-                   help="column sets to synthesize, each comma-separated")
-    g.add_argument("--methods", nargs="+", default=None, metavar="METHOD",
-                   help="synthesizers (cart, rf, dpmpm, pmm, ...)")
-    g.add_argument("--knob", action="append", default=None, metavar="METHOD.SETTING=V,V",
-                   help="the values of a synthesizer's knob (repeat), e.g. cart.min_leaf=5,20,50")
-    g.add_argument("-m", nargs="+", type=int, default=None, metavar="M", dest="m",
-                   help="numbers of synthetic datasets")
-    g.add_argument("--remedies", nargs="+", default=None, metavar="NAME",
-                   help="remedies applied after synthesis (none, smooth, bottom_top, or a "
-                   "registered one; default none smooth)")
-    g.add_argument("--fix", action="append", default=None, metavar="AXIS=VALUE",
-                   help="hold an axis at one value (repeat), e.g. m=5 or cart.smoothing=true")
-    g.add_argument("--exclude", action="append", default=None, metavar="AXIS=V,V",
-                   help="values an axis never takes (repeat), e.g. remedy=bottom_top")
+    add_spec_options(p, DesignSpace)
     # the search: SearchSpec's options, then the audit's thresholds and --resume
     s = p.add_argument_group(SEARCH)
     add_spec_options(p, SearchSpec)
