@@ -303,6 +303,30 @@ def _excluded(items: Sequence[str]) -> dict[str, list[Any]]:
     return {k: _values(v) for k, v in _pairs(items, "--exclude").items()}
 
 
+
+def _init_parameters(method: str) -> set[str] | None:
+    """The settings the synthesizer ``method`` is made with (its ``setting_names()``, e.g. a
+    tree model's tree options, and its ``__init__``'s keywords; ``None``: any, an ``__init__``
+    taking ``**kwargs`` that names none of them, or one that cannot be read); an unknown
+    method is refused (``UNKNOWN_SYNTHESIZER``)."""
+    import inspect
+
+    from bayes_risk.registry import get_synthesizer, list_synthesizers
+
+    if method not in list_synthesizers():
+        raise ValidationError(f"knobs: unknown synthesizer {method!r}; expected one of "
+                              f"{', '.join(list_synthesizers())}.", code="UNKNOWN_SYNTHESIZER")
+    cls = get_synthesizer(method)
+    try:
+        params = inspect.signature(cls).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    names = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    if hasattr(cls, "setting_names"):
+        return names | set(cls.setting_names())
+    return None if any(p.kind is p.VAR_KEYWORD for p in params) else names
+
+
 @dataclass(frozen=True)
 class DesignSpace:
     """The releases a design searches: which columns to synthesize, the synthesizer and its
@@ -372,9 +396,17 @@ class DesignSpace:
                                           f"one of {', '.join(list_synthesizers())}.",
                                           code="INVALID_ARGUMENT")
         for method, ks in (self.knobs or {}).items():
+            takes = _init_parameters(method)
             for k, vals in ks.items():
                 check_value(vals, SequenceOf(InstanceOf(object, "a value"), "values"),
                             f"knobs: {method}.{k}")
+                if takes is not None and k not in takes:
+                    # each candidate is made as ``cls(**knobs)``: an unknown setting would
+                    # stop the search at its first fit with Python's TypeError
+                    shown = sorted(takes - {"progressbar", "random_seed", "n_jobs"})
+                    raise ValidationError(
+                        f"knobs: {method}.{k}: {method!r} has no setting {k!r}; its settings: "
+                        f"{', '.join(shown)}.", code="INVALID_ARGUMENT")
         for m in (self.m or ()):
             check_value(m, Interval(int, 1), "m")
         check_params(self, dict.fromkeys(("fix", "exclude"),

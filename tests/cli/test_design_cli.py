@@ -30,6 +30,9 @@ CASES = [
     (["--fix", "cart.minleaf=5"], "BAD_OPTION_VALUE", "cart.minleaf"),
     (["--fix", "m"], "BAD_OPTION_VALUE", "--fix"),
     (["--knob", "min_leaf=5"], "BAD_OPTION_VALUE", "--knob"),
+    # a knob no synthesizer takes stopped the search at its first fit (a TypeError traceback)
+    (["--knob", "cart.minleaf=5"], "BAD_OPTION_VALUE", "'minleaf'"),
+    (["--knob", "gan.x=1"], "UNKNOWN_SYNTHESIZER", "'gan'"),
     (["--remedies", "shuffle"], "BAD_OPTION_VALUE", "shuffle"),
     (["--methods", "gan"], "BAD_OPTION_VALUE", "gan"),
     (["-m", "0"], "BAD_OPTION_VALUE", "m"),

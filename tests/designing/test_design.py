@@ -315,6 +315,15 @@ def test_space_fix_exclude_and_remedies(ce):
             columns=[], methods=["cart"], m=[2]).candidates(ce, sch, ["Age"])
     with pytest.raises(br.ValidationError, match="remedies must be one of"):
         DesignSpace(remedies=["sdcmicro_pram"])
+    # every knob is a setting its synthesizer takes: the defaults, and no other
+    from bayes_risk.designing.space import KNOBS
+
+    DesignSpace(knobs={m: {k: list(v) for k, v in ks.items()} for m, ks in KNOBS.items()})
+    with pytest.raises(br.ValidationError, match="'cart' has no setting 'minleaf'"):
+        DesignSpace(knobs={"cart": {"minleaf": [5]}})
+    with pytest.raises(br.ValidationError, match="unknown synthesizer 'gan'") as info:
+        DesignSpace(knobs={"gan": {"x": [1]}})
+    assert info.value.code == "UNKNOWN_SYNTHESIZER"
 
 
 # ------------------------------------------------------------------ one real design run
