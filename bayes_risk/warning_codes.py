@@ -48,7 +48,9 @@ MESSAGES: dict[str, str] = {
     "p_true_chain_min / p_true_chain_max): treat it as unresolved; run longer or more chains, "
     "or refit.",
     "MC_ERROR_HIGH": "the Monte Carlo error of a plug-in likelihood makes the posterior odds "
-    "uncertain by more than about 10 %.",
+    "uncertain by more than about 10 %; more Bayesian-bootstrap replicates lower it "
+    "(--plugin-replicates of 'bayes-risk attribute' and 'audit', "
+    "EstimatorSpec.plugin_replicates).",
     # attribute risk: file level
     "H_TOO_SMALL": "fewer than 20 posterior draws: the importance-sampling estimates are "
     "unreliable.",

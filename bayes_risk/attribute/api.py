@@ -132,6 +132,7 @@ def attribute_risk(
     """
     scenario = as_spec(scenario, ScenarioSpec, "scenario", "kind")
     estimator = as_spec(estimator, EstimatorSpec, "estimator", "kind", ESTIMATORS)
+    _check_plugin_replicates(model, estimator.plugin_replicates)
     provenance = check_release_model(model, synthetic, original, allow=allow_other_model)
     if scenario.kind == "two_records":
         return _noted(provenance, synthetic=synthetic, result=_two_records(
@@ -165,6 +166,26 @@ def attribute_risk(
         description="attribute risk (partitions)",
     )
     return _noted(provenance, _assemble.assemble(plan, merge_outputs(outputs)), synthetic)
+
+
+def _check_plugin_replicates(model: Any, replicates: int | None) -> None:
+    """``EstimatorSpec.plugin_replicates`` is the plug-in's own: a setting the model would not
+    use is refused rather than ignored."""
+    if replicates is None:
+        return
+    have = getattr(model, "n_bootstrap", None)
+    if have is None:
+        raise ValidationError(
+            f"{arg_name('plugin_replicates', replicates)} sets the Bayesian-bootstrap "
+            "replicates of a CART release's plug-in likelihood; the likelihood of "
+            f"{type(model).__name__} has none (no Monte Carlo terms to replicate).",
+            code="OPTION_CONFLICT")
+    if have != replicates:
+        raise ValidationError(
+            f"{arg_name('plugin_replicates', replicates)} differs from the n_bootstrap={have} "
+            "the plug-in given as model was built with; build it with "
+            f"CARTPlugin(..., n_bootstrap={replicates}) or leave plugin_replicates unset.",
+            code="OPTION_CONFLICT")
 
 
 def _noted(provenance: Any, result: Any, synthetic: Any) -> Any:

@@ -330,6 +330,12 @@ class EstimatorSpec:
     refit_cache : str or path, optional
         A folder where the refits are stored and reused (with a ``random_seed`` only;
         :doc:`/user_guide/attribute`, Refits reused across commands).
+    plugin_replicates : int, optional
+        Bayesian-bootstrap replicates per node of a smoothed CART plug-in likelihood
+        (:class:`~bayes_risk.models.CARTPlugin`'s ``n_bootstrap``, default its own): where the
+        plug-in is built from the release's synthesizer (the command line, the audit,
+        :func:`~bayes_risk.models.release_likelihood`), it is built with these; a plug-in given
+        as ``model`` must have been built with them.
 
     Raises
     ------
@@ -372,6 +378,11 @@ class EstimatorSpec:
         metavar="B", type=int) | checked(Interval(int, 0)))
     refit_cache: str | os.PathLike[str] | None = field(default=None, metadata=cli_option(
         "--refit-cache", REFIT_CACHE_HELP, metavar="DIR"))
+    plugin_replicates: int | None = field(default=None, metadata=cli_option(
+        "--plugin-replicates", "Bayesian-bootstrap replicates per tree node of a smoothed CART "
+        "release's plug-in likelihood (default: the plug-in's, CARTPlugin n_bootstrap); more "
+        "replicates lower the Monte Carlo error that flags records MC_ERROR_HIGH, at about "
+        "proportional time", metavar="R", type=int) | checked([Interval(int, 1), None]))
 
     __post_init__ = check_fields  # the fields' table is the whole check
 

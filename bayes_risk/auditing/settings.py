@@ -117,8 +117,9 @@ class AuditSettings:
     attribute_records : sequence of int, optional
         Records (0-based) whose attribute risk is estimated (default all).
     attribute_estimator : EstimatorSpec or {"auto", "stabilised", "is"}
-        ``kind``, ``refit_draws`` and ``refit_cache`` of the attribute step's
-        :class:`~bayes_risk.EstimatorSpec` (default ``"auto"``); any other field is refused.
+        ``kind``, ``refit_draws``, ``refit_cache`` and ``plugin_replicates`` (a smoothed CART
+        release's plug-in) of the attribute step's :class:`~bayes_risk.EstimatorSpec` (default
+        ``"auto"``); any other field is refused.
     combining_rules : {"auto", "partial", "full-same-n", "full-population", "partial-sample"}
         Combining rules of the interval overlaps (``rules`` of
         :class:`~bayes_risk.utility.OverlapSpec`).
@@ -208,7 +209,7 @@ class AuditSettings:
         refit_draws={"group": SETTINGS_GROUP,
                      "help": "kept draws per chain of each refit of the attribute step's "
                      "stabilised estimator (default: the model's draws). " + REFIT_COST_HELP},
-        refit_cache={"group": SETTINGS_GROUP}))
+        refit_cache={"group": SETTINGS_GROUP}, plugin_replicates={"group": SETTINGS_GROUP}))
     combining_rules: str = field(default="auto", metadata=cli_option(
         "--combining-rules", RULES_HELP + " (the utility step)",
         choices=("auto", *COMBINING_RULES)))
@@ -261,7 +262,7 @@ class AuditSettings:
         set_(self, "attribute_estimator", _used_fields(
             as_spec(self.attribute_estimator, EstimatorSpec, "attribute_estimator", "kind",
                     ESTIMATORS),
-            ("kind", "refit_draws", "refit_cache"), "attribute_estimator"))
+            ("kind", "refit_draws", "refit_cache", "plugin_replicates"), "attribute_estimator"))
         if self.sweep is not None:
             set_(self, "sweep", _radii(self.sweep))
         if self.known_fractions is not None:

@@ -29,7 +29,8 @@ def _model(args: argparse.Namespace, original: Any, synthetic: Any) -> Any:
     from bayes_risk.models import release_likelihood
 
     model = None if args.model is None else read_model(args, original)
-    return release_likelihood(original, synthetic, model, random_seed=args.random_seed)
+    return release_likelihood(original, synthetic, model, random_seed=args.random_seed,
+                              n_bootstrap=args.plugin_replicates)
 
 
 def _scenario(args: argparse.Namespace, n: int) -> Any:

@@ -154,9 +154,11 @@ class CARTSynthesizer(TreeSynthesizer):
     def persisted_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         return _io.cart_state(self.state_, self.fit_call_, self.n_records_)
 
-    def plugin_likelihood(self, original: pd.DataFrame, *, random_seed: RandomSeed = None) -> Any:
+    def plugin_likelihood(self, original: pd.DataFrame, *, random_seed: RandomSeed = None,
+                          n_bootstrap: int | None = None) -> Any:
         """The plug-in likelihood for attribute risk (:class:`~bayes_risk.models.CARTPlugin`)
-        given the ``original`` table fitted to; ``random_seed`` seeds its Monte Carlo terms.
+        given the ``original`` table fitted to; ``random_seed`` seeds its Monte Carlo terms,
+        ``n_bootstrap`` (default the plug-in's) is their replicates per node.
 
         Raises
         ------
@@ -182,7 +184,8 @@ class CARTSynthesizer(TreeSynthesizer):
                 "derived nor checked against exact values. Draw the columns whose risk you "
                 "evaluate by 'cart', or synthesize by SequentialRegression (posterior draws).",
                 code="MODEL_UNSUITED")
-        return CARTPlugin(self, original, random_seed=random_seed)
+        return CARTPlugin(self, original, random_seed=random_seed,
+                          **({} if n_bootstrap is None else {"n_bootstrap": n_bootstrap}))
 
     def restore_state(self, state: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> None:
         self.fit_call_ = state["fit_call"]

@@ -564,9 +564,12 @@ class RandomForestSynthesizer(TreeSynthesizer):
                 "integer": self.schema_[col].type == "count"
                 or pd.api.types.is_integer_dtype(dt)}
 
-    def plugin_likelihood(self, original: pd.DataFrame, *, random_seed: RandomSeed = None) -> Any:
+    def plugin_likelihood(self, original: pd.DataFrame, *, random_seed: RandomSeed = None,
+                          n_bootstrap: int | None = None) -> Any:
         """The plug-in likelihood for attribute risk (:class:`~bayes_risk.models.RFPlugin`) given
-        the ``original`` table fitted to; ``random_seed`` is unused."""
+        the ``original`` table fitted to; ``random_seed`` and ``n_bootstrap`` are unused (no
+        Monte Carlo terms; :func:`~bayes_risk.attribute.attribute_risk` refuses a
+        ``plugin_replicates`` it would not use)."""
         from bayes_risk.models.trees.plugins.plugin_rf import RFPlugin
 
         return RFPlugin(self, original)

@@ -684,3 +684,44 @@ def test_mc_error_flag_and_exact_plugins_report_zero():
     zs = list(exact.synthesize(2, random_seed=2))
     res = attribute_risk(ce, zs, model=CARTPlugin(exact, ce), records=range(10), progressbar=False)
     assert np.nanmax(res.records["mc_se_max"]) == 0.0 and not res.flagged.size
+
+
+@pytest.mark.filterwarnings(
+    "ignore:.*records are flagged:bayes_risk.exceptions.ImportanceSamplingWarning"
+)
+def test_more_plugin_replicates_flag_fewer_records():
+    """``EstimatorSpec.plugin_replicates`` reaches the plug-in built from the synthesizer (the
+    result records it), more replicates flag fewer records ``MC_ERROR_HIGH``, whose explanation
+    names the setting; a plug-in built otherwise, or a model with no replicates, is refused."""
+    from bayes_risk.data import make_ce_like
+    from bayes_risk.models import plugin_likelihood
+    from bayes_risk.models.trees.random_forest import RandomForestSynthesizer
+
+    ce = make_ce_like(300, random_seed=2)
+    sc = infer_schema(ce, categorical=["Urban", "Marital", "Tenure"])
+    smooth = cart_mod.CARTSynthesizer(smoothing=["Income"]).fit(
+        ce, schema=sc, synthesized=["Income"], random_seed=1
+    )
+    syn = list(smooth.synthesize(2, random_seed=2))
+    kw = dict(records=range(100), candidates="grid:additive:3000:9", progressbar=False)
+    flagged, results = {}, {}
+    for r in (100, None, 2000):  # None: the plug-in's default
+        plug = plugin_likelihood(smooth, ce, random_seed=1, n_bootstrap=r)
+        res = attribute_risk(ce, syn, model=plug, estimator=EstimatorSpec(plugin_replicates=r),
+                             **kw)
+        assert res.settings["plugin_replicates"] == plug.n_bootstrap == (r or 500)
+        flagged[r] = int((res.records["flag_codes"] == "MC_ERROR_HIGH").sum())
+        results[r] = res
+    # measured: 10, 1, 0 of 100
+    assert flagged[100] > flagged[None] >= flagged[2000], flagged
+    assert "plugin_replicates" in str(results[100].summary())
+    with pytest.raises(ValidationError, match=r"plugin_replicates=2000 differs from the "
+                       r"n_bootstrap=500"):
+        attribute_risk(ce, syn, model=CARTPlugin(smooth, ce, random_seed=1),
+                       estimator=EstimatorSpec(plugin_replicates=2000), **kw)
+    rf = RandomForestSynthesizer(n_trees=5).fit(ce, schema=sc, synthesized=["Tenure"],
+                                                random_seed=1)
+    zs = list(rf.synthesize(2, random_seed=2))
+    with pytest.raises(ValidationError, match="plugin_replicates=50 sets .* RFPlugin has none"):
+        attribute_risk(ce, zs, model=plugin_likelihood(rf, ce, n_bootstrap=50),
+                       estimator=EstimatorSpec(plugin_replicates=50), **kw)

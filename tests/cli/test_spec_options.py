@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from bayes_risk import cli
 from bayes_risk._sampling_spec import Sampling
 from bayes_risk._search_spec import SearchSpec
 from bayes_risk._specs import cli_fields, cli_specs, spec_values
@@ -139,11 +140,13 @@ def test_the_audit_options_give_its_settings():
     audit = _subparsers()["audit"]
     args = audit.parse_args(["o.csv", "s", "--known", "a", "--radius-sweep", "0.1,0.5",
                              "--ngroups-target", "none", "--attribute-estimator", "is",
-                             "--refit-cache", "c", "--imputed", "none", "--linkability",
+                             "--refit-cache", "c", "--plugin-replicates", "2000",
+                             "--imputed", "none", "--linkability",
                              "a,b", "c", "--known-sweep", "--out", "o"])
     assert spec_values(AuditSettings, vars(args)) == {
         "sweep": [0.1, 0.5], "ngroups_target": None, "known_sweep": True,
-        "attribute_estimator": EstimatorSpec("is", refit_cache="c"), "imputed": [],
+        "attribute_estimator": EstimatorSpec("is", refit_cache="c", plugin_replicates=2000),
+        "imputed": [],
         "linkability_columns": (["a", "b"], ["c"])}
     settings = AuditSettings(**spec_values(AuditSettings, vars(args)))
     assert settings.sweep == (0.1, 0.5) and settings.ngroups_target is None
@@ -160,10 +163,11 @@ def test_the_audit_options_give_its_settings():
     ("--ngroups-target", "1.5", "--ngroups-target must be an integer >= 2. Got '1.5'"),
     ("--radius-sweep", "0.1,x", "--radius-sweep must be a sequence of radii"),
     ("--refit-draws", "0", "--refit-draws must be an integer >= 1. Got 0"),
+    ("--plugin-replicates", "0", "--plugin-replicates must be an integer >= 1. Got 0"),
+    ("--plugin-replicates", "-1", "--plugin-replicates must be an integer >= 1. Got -1"),
 ])
 def test_a_bad_audit_setting_names_its_option(option, value, message, capsys, tmp_path,
                                               monkeypatch):
-    from bayes_risk import cli
     from bayes_risk.cli import _common
 
     # refused by the spec (exit 2, the option named), before any input is read
@@ -174,6 +178,16 @@ def test_a_bad_audit_setting_names_its_option(option, value, message, capsys, tm
                      option, value, "--out", str(tmp_path / "out")]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("value", ["1.5", "x"])
+def test_a_replicates_count_not_an_integer_names_its_option(value, capsys):
+    # refused by the parser (its type), for 'attribute' and 'audit' alike
+    for argv in (["attribute", "o.csv", "s"], ["audit", "o.csv", "s", "--known", "a"]):
+        with pytest.raises(SystemExit) as exit_:
+            cli.main([*argv, "--plugin-replicates", value, "--out", "o"])
+        assert exit_.value.code == 2
+        assert f"--plugin-replicates: invalid int value: '{value}'" in capsys.readouterr().err
 
 
 def test_the_design_options_give_the_search():

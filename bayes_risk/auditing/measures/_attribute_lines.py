@@ -56,7 +56,7 @@ def attribute_line(plan: AuditPlan, a: StepOutcome, key: str, measure: str,
         # the plug-in has no posterior draws (MC_ERROR_HIGH flags records instead)
         interval = ("no posterior draws to bootstrap (plug-in likelihood of the release's "
                     "synthesizer; a smoothed column's Monte Carlo error is checked per record, "
-                    "MC_ERROR_HIGH); ")
+                    "MC_ERROR_HIGH, which more replicates, --plugin-replicates, lower); ")
     else:
         interval = "no Monte Carlo interval (no draw bootstrap kept); "
     value, by_regime = pct(un.get(key, np.nan)), _regime_detail(s.get("regimes"), key)

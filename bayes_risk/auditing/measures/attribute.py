@@ -68,11 +68,12 @@ from bayes_risk.warning_codes import message
 
 
 def _attribute_model(ctx: StepContext) -> Any:
-    """The plug-in or fitted model of the attribute step."""
+    """The plug-in (with the settings' replicates) or fitted model of the attribute step."""
     from bayes_risk.models import plugin_likelihood
 
     synth = loaded_model(ctx) if ctx.model is not None else rebuilt_synthesizer(ctx)
-    return plugin_likelihood(synth, ctx.original, random_seed=ctx.plan.random_seed)
+    return plugin_likelihood(synth, ctx.original, random_seed=ctx.plan.random_seed,
+                             n_bootstrap=ctx.plan.given.attribute_estimator.plugin_replicates)
 
 
 def _candidates(ctx: StepContext, columns: list[str]) -> Any:

@@ -429,10 +429,12 @@ class RFPlugin(PluginBase):
         return out
 
 
-def plugin_likelihood(synthesizer: Any, original: pd.DataFrame, *, random_seed: Any = None) -> Any:
+def plugin_likelihood(synthesizer: Any, original: pd.DataFrame, *, random_seed: Any = None,
+                      n_bootstrap: int | None = None) -> Any:
     """The likelihood attribute risk uses for a fitted synthesizer: its plug-in
-    (:class:`~bayes_risk.models.CARTPlugin`, :class:`~bayes_risk.models.RFPlugin`), or the model
-    itself when it has a record or plug-in likelihood.
+    (:class:`~bayes_risk.models.CARTPlugin`, :class:`~bayes_risk.models.RFPlugin`; ``random_seed``
+    and ``n_bootstrap``, default the plug-in's, are its Monte Carlo terms' seed and replicates),
+    or the model itself when it has a record or plug-in likelihood.
 
     Raises
     ------
@@ -443,7 +445,10 @@ def plugin_likelihood(synthesizer: Any, original: pd.DataFrame, *, random_seed: 
 
     info = capabilities(synthesizer)
     if info.plugin_likelihood:
-        return synthesizer.plugin_likelihood(original, random_seed=random_seed)
+        # a synthesizer of one's own need not take n_bootstrap unless it is set
+        return synthesizer.plugin_likelihood(
+            original, random_seed=random_seed,
+            **({} if n_bootstrap is None else {"n_bootstrap": n_bootstrap}))
     if info.has("record") or info.has("plugin"):
         return synthesizer
     raise ValidationError(
@@ -453,7 +458,7 @@ def plugin_likelihood(synthesizer: Any, original: pd.DataFrame, *, random_seed: 
 
 
 def release_likelihood(original: Any, synthetic: Any, model: Any = None, *,
-                       random_seed: Any = None) -> Any:
+                       random_seed: Any = None, n_bootstrap: int | None = None) -> Any:
     """The likelihood attribute risk uses for a release: that of a fitted ``model``, else the
     plug-in of the synthesizer that made the release, rebuilt from its manifest.
 
@@ -468,6 +473,8 @@ def release_likelihood(original: Any, synthetic: Any, model: Any = None, *,
         the release must be rebuildable (:func:`~bayes_risk.models.rebuildable_synthesizer`).
     random_seed : int, optional
         Seed of a plug-in likelihood (a tree synthesizer's).
+    n_bootstrap : int, optional
+        Bayesian-bootstrap replicates of a CART plug-in likelihood (default the plug-in's).
 
     Returns
     -------
@@ -493,4 +500,4 @@ def release_likelihood(original: Any, synthetic: Any, model: Any = None, *,
                                   f"--method NAME' (this release: {synthetic.method!r}).",
                                   code="OPTION_REQUIRED")
         model = rebuild_synthesizer(original, synthetic)
-    return plugin_likelihood(model, original, random_seed=random_seed)
+    return plugin_likelihood(model, original, random_seed=random_seed, n_bootstrap=n_bootstrap)
