@@ -22,15 +22,16 @@ from bayes_risk.cli._runner import Run
 __all__ = ["run", "parse_records", "parse_pairs"]
 
 
-def _model(args: argparse.Namespace, original: Any, synthetic: Any) -> Any:
+def _model(args: argparse.Namespace, original: Any, synthetic: Any,
+           replicates: int | None) -> Any:
     """The saved model's likelihood, or the plug-in of the tree synthesizer that made the
-    release (:func:`bayes_risk.models.release_likelihood`)."""
+    release (:func:`bayes_risk.models.release_likelihood`) with ``replicates``."""
     from bayes_risk.cli._common import read_model
     from bayes_risk.models import release_likelihood
 
     model = None if args.model is None else read_model(args, original)
     return release_likelihood(original, synthetic, model, random_seed=args.random_seed,
-                              n_bootstrap=args.plugin_replicates)
+                              n_bootstrap=replicates)
 
 
 def _scenario(args: argparse.Namespace, n: int) -> Any:
@@ -195,10 +196,12 @@ def run(args: argparse.Namespace) -> int:
 
     if _business(args):
         return BUSINESS(args)
+    # checked before any file is read (--plugin-replicates is the plug-in's n_bootstrap)
+    estimator = EstimatorSpec(**spec_values(EstimatorSpec, vars(args)))
     original, synthetic = read_inputs(args)
     spec = _scenario(args, len(original))  # checked before any fit
     check_max_size(args)
-    model = _model(args, original, synthetic)
+    model = _model(args, original, synthetic, estimator.plugin_replicates)
     if not args.allow_other_model:  # refused before any refit; allowed: each measure warns
         from bayes_risk.data.provenance import check_release_model
 
@@ -211,7 +214,6 @@ def run(args: argparse.Namespace) -> int:
     # the low-risk intruder (scenario empty) has no candidate sets: --candidates as given
     candidates = (args.candidates if scenario == "empty"
                   else model_candidates(args.candidates, model, original))
-    estimator = EstimatorSpec(**spec_values(EstimatorSpec, vars(args)))
     # the sweep's known= is this command's --known-sweep, not its --known (the run itself is
     # then the worst case: _scenario refused --known)
     names = {"known": "--known-sweep"} if args.known_sweep else {}

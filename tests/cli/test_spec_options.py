@@ -347,3 +347,18 @@ def test_options_that_are_no_table_are_left_out(tmp_path):
             options = fit_options()
     assert "x" not in options and options["n_components"]["models"] == ("dpmpm",
                                                                          "poisson-mixture")
+
+
+@pytest.mark.parametrize("command", ["attribute", "audit"])
+def test_a_replicates_count_below_one_names_its_option_before_any_input(command, capsys,
+                                                                          tmp_path, monkeypatch):
+    from bayes_risk.cli import _common
+
+    # 'attribute' passed the count to the plug-in after reading the inputs, which named it
+    # n_bootstrap; both commands now refuse it by its option, before any file is read
+    monkeypatch.setattr(_common, "read_inputs", lambda args: pytest.fail("inputs read"))
+    argv = [command, "o.csv", "s", *(["--known", "a"] if command == "audit" else [])]
+    assert cli.main([*argv, "--plugin-replicates", "0", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "--plugin-replicates must be an integer >= 1. Got 0" in err and "n_bootstrap" not in err
+    assert not (tmp_path / "out").exists()
