@@ -23,7 +23,7 @@ from bayes_risk._constraints import Interval, Options, SequenceOf, check_params,
 from bayes_risk._io import to_jsonable
 from bayes_risk._rng import RandomSeed
 from bayes_risk.data.schema import Schema
-from bayes_risk.exceptions import SchemaError, ValidationError
+from bayes_risk.exceptions import SchemaError, ValidationError, on_command_line
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models._bayesian.convergence import round_verdict
 from bayes_risk.models._bayesian.convergence_report import check_convergence, mcmc_run
@@ -199,7 +199,13 @@ class DPMPM(BayesianSynthesizer):
     def _check_settings(self) -> None:
         self.check_mcmc_settings()
         check_value(self.n_components, Interval(int, 1), "n_components (the truncation level K)")
-        check_params(self, _SETTINGS)
+        check_params(self, {k: c for k, c in _SETTINGS.items() if k != "alpha_warmup_bound"})
+        # what leaving the bound unset means is part of the message: None in Python, the
+        # option left out on the command line
+        unset = "left out" if on_command_line() else "None"
+        check_value(self.alpha_warmup_bound, _SETTINGS["alpha_warmup_bound"],
+                    f"alpha_warmup_bound (the upper bound of α in the first warm-up sweeps; "
+                    f"{unset}: the 95 % quantile of the α prior)")
         run = self._run_settings()  # the settings left at None, resolved
         t = run["thin"]  # an integer >= 1 (Sampling checks a given one)
         if self.sampler == "nuts" and t != 1:

@@ -111,7 +111,7 @@ CE_ATTR = ["attribute", "ce.csv", "rel", "--model", "cart", "--records", "0-3"]
      "--null perm is valid for complete synthesis only", "null="),
     # 13. a default that is the option left out
     (["fit", "acs.csv", "--method", "dpmpm", "--alpha-warmup-bound", "0"],
-     "BAD_OPTION_VALUE", "inf or left out (the 95 % quantile", "None"),
+     "BAD_OPTION_VALUE", "left out: the 95 % quantile", "None"),
     # 14. the synthesized known columns are --known-synthesized
     (["identification", "acs.csv", "acsrel", "--known-unsynthesized", "AGEP", "--model",
       "dpmpm", "--replicates", "10"], "BAD_OPTION_VALUE", "(--known-synthesized names none)",
