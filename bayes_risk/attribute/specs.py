@@ -24,7 +24,8 @@ if TYPE_CHECKING:  # module level holds the standard library only (the parsers r
     import numpy as np
 
 __all__ = ["ScenarioSpec", "EstimatorSpec", "SCENARIOS", "ESTIMATORS", "KHAT_POSTERIORS",
-           "KHAT_TOLERANCE", "REFIT_CACHE_HELP", "REFIT_COST_HELP", "scenario_arg",
+           "KHAT_TOLERANCE", "REFIT_CACHE_HELP", "REFIT_COST_HELP", "PLUGIN_REPLICATES_HELP",
+           "scenario_arg",
            "DEFAULT_DELTA", "LARGEST_VALUE_ARGUMENTS", "KNOWN_CURVE_ARGUMENTS",
            "RELATIVE_DIFFERENCE_ARGUMENTS", "CLOSEST_MATCH_ARGUMENTS",
            "KNOWN_SWEEP_ARGUMENTS"]
@@ -52,6 +53,11 @@ REFIT_COST_HELP = (
     "user guide, Attribute risk, Cost of the refits); --estimator is (importance sampling) "
     "makes no refit"
 )
+#: --plugin-replicates as the command line's help states it (attribute and audit)
+PLUGIN_REPLICATES_HELP = (
+    "Bayesian-bootstrap replicates per tree node of a smoothed CART release's plug-in "
+    "likelihood (default: the plug-in's, CARTPlugin n_bootstrap); more replicates lower the "
+    "Monte Carlo error that flags records MC_ERROR_HIGH, at about proportional time")
 
 #: ``delta`` of the largest-value scenarios: :func:`bayes_risk.attribute.summaries.largest_value`'s
 DEFAULT_DELTA = 0.05
@@ -379,10 +385,7 @@ class EstimatorSpec:
     refit_cache: str | os.PathLike[str] | None = field(default=None, metadata=cli_option(
         "--refit-cache", REFIT_CACHE_HELP, metavar="DIR"))
     plugin_replicates: int | None = field(default=None, metadata=cli_option(
-        "--plugin-replicates", "Bayesian-bootstrap replicates per tree node of a smoothed CART "
-        "release's plug-in likelihood (default: the plug-in's, CARTPlugin n_bootstrap); more "
-        "replicates lower the Monte Carlo error that flags records MC_ERROR_HIGH, at about "
-        "proportional time", metavar="R", type=int) | checked([Interval(int, 1), None]))
+        "--plugin-replicates", PLUGIN_REPLICATES_HELP, metavar="R", type=int) | checked([Interval(int, 1), None]))
 
     __post_init__ = check_fields  # the fields' table is the whole check
 

@@ -16,7 +16,12 @@ from bayes_risk._utility_specs import (
     PropensitySpec,
     imputed_columns,
 )
-from bayes_risk.attribute.specs import ESTIMATORS, REFIT_COST_HELP, EstimatorSpec
+from bayes_risk.attribute.specs import (
+    ESTIMATORS,
+    PLUGIN_REPLICATES_HELP,
+    REFIT_COST_HELP,
+    EstimatorSpec,
+)
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.identification.specs import REFINE_POINTS, MatchSpec
 
@@ -119,7 +124,9 @@ class AuditSettings:
     attribute_estimator : EstimatorSpec or {"auto", "stabilised", "is"}
         ``kind``, ``refit_draws``, ``refit_cache`` and ``plugin_replicates`` (a smoothed CART
         release's plug-in) of the attribute step's :class:`~bayes_risk.EstimatorSpec` (default
-        ``"auto"``); any other field is refused.
+        ``"auto"``); any other field is refused. ``plugin_replicates`` is the attribute
+        step's alone: the membership step's CART plug-in has no replicates (it covers CART
+        without smoothing, whose plug-in probabilities are exact).
     combining_rules : {"auto", "partial", "full-same-n", "full-population", "partial-sample"}
         Combining rules of the interval overlaps (``rules`` of
         :class:`~bayes_risk.utility.OverlapSpec`).
@@ -209,7 +216,11 @@ class AuditSettings:
         refit_draws={"group": SETTINGS_GROUP,
                      "help": "kept draws per chain of each refit of the attribute step's "
                      "stabilised estimator (default: the model's draws). " + REFIT_COST_HELP},
-        refit_cache={"group": SETTINGS_GROUP}, plugin_replicates={"group": SETTINGS_GROUP}))
+        refit_cache={"group": SETTINGS_GROUP},
+        plugin_replicates={"group": SETTINGS_GROUP,
+                           "help": f"{PLUGIN_REPLICATES_HELP}. The attribute step's plug-in "
+                           "only: the membership step's has no replicates (it covers CART "
+                           "without smoothing, whose plug-in probabilities are exact)"}))
     combining_rules: str = field(default="auto", metadata=cli_option(
         "--combining-rules", RULES_HELP + " (the utility step)",
         choices=("auto", *COMBINING_RULES)))

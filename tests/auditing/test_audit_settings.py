@@ -48,3 +48,17 @@ def test_settings_of_another_type_are_refused():
     df = make_ce_like(20, random_seed=1)
     with pytest.raises(ValidationError, match="settings must be an AuditSettings"):
         br.audit(df, [df], known=["Age"], settings={"sweep": None}, progressbar=False)
+
+
+def test_the_audits_plugin_replicates_help_says_the_membership_step_has_none():
+    """``audit --plugin-replicates`` sets the attribute step's plug-in; the membership step's
+    CART plug-in is exact (no replicates): the help says so beside the attribute command's."""
+    from bayes_risk.cli import build_parser
+
+    def option_help(command):
+        sub = build_parser(command)._subparsers._group_actions[0].choices[command]
+        return next(a.help for a in sub._actions if "--plugin-replicates" in a.option_strings)
+
+    attribute, audit = option_help("attribute"), option_help("audit")
+    assert audit.startswith(attribute)
+    assert "membership step's has no replicates" in audit and "membership" not in attribute

@@ -190,6 +190,29 @@ def test_monte_carlo_normaliser_agrees_with_enumeration():
     assert set(few.records["flag_codes"]) <= {"", "NORMALISER_UNSTABLE"}
 
 
+def test_the_ratio_has_no_plugin_replicates():
+    """The plug-in's Bayesian-bootstrap replicates (``n_bootstrap``, the attribute step's
+    ``--plugin-replicates``) are a smoothed column's, which membership refuses: a plug-in
+    built with one replicate and another seed gives the same ratios, bit for bit, as the one
+    the synthesizer builds (500), also with the importance-sampling normaliser."""
+    data = _ce_like(60, 5)
+    cart = CARTSynthesizer(min_leaf=4, random_seed=1).fit(data, synthesized=list("ABCDN"),
+                                                          random_seed=1)
+    syn = cart.synthesize(2, random_seed=2)
+    kw = dict(records=range(20), population=0, random_seed=4,
+              ratio=RatioSpec(normaliser_draws=150), attack=AttackSpec(bootstrap=0))
+    default = membership_risk(cart, data, syn, **kw)
+    one = membership_risk(cart.plugin_likelihood(data, n_bootstrap=1, random_seed=9), data,
+                          syn, **kw)
+    assert "population draws" in default.settings["normaliser"]
+    assert np.isfinite(default.records["log_lr"]).sum() >= 5
+    pd.testing.assert_frame_equal(default.records, one.records)
+    smooth = CARTSynthesizer(min_leaf=4, smoothing=True, random_seed=1).fit(
+        data, synthesized=list("ABCDN"), random_seed=1)
+    with pytest.raises(NotSupportedError, match="smooths the numeric column"):
+        membership_risk(smooth, data, smooth.synthesize(1, random_seed=2), **kw)
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rows=st.lists(st.tuples(st.sampled_from(LEVELS["A"]), st.sampled_from(LEVELS["B"])),
                      min_size=4, max_size=6),
