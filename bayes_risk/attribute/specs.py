@@ -385,7 +385,8 @@ class EstimatorSpec:
     refit_cache: str | os.PathLike[str] | None = field(default=None, metadata=cli_option(
         "--refit-cache", REFIT_CACHE_HELP, metavar="DIR"))
     plugin_replicates: int | None = field(default=None, metadata=cli_option(
-        "--plugin-replicates", PLUGIN_REPLICATES_HELP, metavar="R", type=int) | checked([Interval(int, 1), None]))
+        "--plugin-replicates", PLUGIN_REPLICATES_HELP, metavar="R", type=int)
+        | checked([Interval(int, 1), None]))
 
     __post_init__ = check_fields  # the fields' table is the whole check
 
