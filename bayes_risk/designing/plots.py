@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import textwrap
 from typing import Any
 
 import numpy as np
@@ -26,10 +27,10 @@ def _pareto(x: np.ndarray, y: np.ndarray, better_high: bool) -> np.ndarray:
 
 
 def frontier_figure(result: Any, path: str | os.PathLike[str] | None = None) -> Any:
-    """One panel per risk threshold measured: x the candidate's worst line of that threshold
-    with its interval (bars), y the objective; the threshold a dashed line, the utility
-    threshold another; filled: passes every line; ×: past this panel's threshold; open:
-    excluded by another line; ★: the chosen release (its search figure)."""
+    """One panel per risk line measured (each DiSCO target its own): x the candidate's figure
+    of that line with its interval (bars), y the objective; the threshold a dashed line, the
+    utility threshold another; filled: passes every line; ×: past this panel's threshold;
+    open: excluded by another line; ★: the chosen release (its search figure)."""
     from bayes_risk._search_spec import OBJECTIVES
     from bayes_risk.auditing.plots import _plt
     from bayes_risk.measures import measures
@@ -40,17 +41,22 @@ def frontier_figure(result: Any, path: str | os.PathLike[str] | None = None) -> 
     # the lines of the measures whose record says they measure no risk (utility) are no panel
     no_risk = [m.name for m in measures() if not m.risk]
     risk = fr[~fr["step"].isin(no_risk) & (fr["threshold_name"] != "")]
-    names = list(dict.fromkeys(risk["threshold_name"]))
+    # a panel per line the audit judges, by its short name (DiSCO of each target its own), the
+    # lines of one threshold side by side
+    order = {t: k for k, t in enumerate(dict.fromkeys(risk["threshold_name"]))}
+    names = sorted(dict.fromkeys(zip(risk["threshold_name"], risk["step"], risk["line"],
+                                     strict=True)), key=lambda p: order[p[0]])
     n = max(1, len(names))
     cols = min(PANELS_PER_ROW, n)
     rows = int(np.ceil(n / cols))
     fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.9 * rows + 0.9), squeeze=False)
     high = OBJECTIVES[obj] == "max"
     thr_obj = result.thresholds.get(obj)
-    for ax, name in zip(axes.ravel(), names, strict=False):
-        sub = risk[risk["threshold_name"] == name]
-        # each line at the figure the design judges it by (flagged records counted at risk),
-        # the candidate's worst line of this threshold (DiSCO of each target: the largest)
+    for ax, (name, step, line) in zip(axes.ravel(), names, strict=False):
+        sub = risk[(risk["threshold_name"] == name) & (risk["step"] == step)
+                   & (risk["line"] == line)]
+        # each line at the figure the design judges it by (flagged records counted at risk);
+        # a candidate's worst where two of its lines share a short name (repU of other keys)
         sub = sub.assign(value=sub["at_worst"])
         worst = sub.sort_values("value", ascending=sub["direction"].iloc[0] != "max") \
             .groupby("candidate", sort=False).head(1).set_index("candidate")
@@ -83,7 +89,7 @@ def frontier_figure(result: Any, path: str | os.PathLike[str] | None = None) -> 
         if thr_obj is not None:
             ax.axhline(thr_obj, color="tab:purple", ls=":", lw=1, label=f"{obj} threshold")
         unit = sub["unit"].iloc[0]
-        ax.set_xlabel(f"{sub['line'].iloc[0]}" + (f" ({unit})" if unit else "")
+        ax.set_xlabel(line + (f" ({unit})" if unit else "")
                       + f", threshold {t:g}")
         ax.set_ylabel(f"{obj} ({'higher' if high else 'lower'} is better)")
         ax.set_title(f"{name}: {len(worst)} of {len(result.candidates)} candidates measured",
@@ -100,12 +106,17 @@ def frontier_figure(result: Any, path: str | os.PathLike[str] | None = None) -> 
     fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize=8,
                frameon=False)
     flagged = bool((risk["flagged"] > 0).any())
-    fig.suptitle("Utility against each risk line: every candidate of the design, with its "
-                 "interval (Wilson 95 % for a share of records, else the range over the "
-                 "datasets)" + ("\na line with flagged records is placed with each of them "
-                                "counted at risk, its bar reaching down to the records "
-                                "assessed alone" if flagged else ""), fontsize=9)
-    fig.tight_layout(rect=(0, 0.07, 1, 0.96))
+    parts = ["Utility against each risk line: every candidate of the design, with its "
+             "interval (Wilson 95 % for a share of records, else the range over the datasets)"]
+    if flagged:
+        parts.append("a line with flagged records is placed with each of them counted at "
+                     "risk, its bar reaching down to the records assessed alone")
+    # wrapped to the figure's width (about 16 characters of 9-point text an inch), the panels
+    # below the lines it takes
+    title = "\n".join(textwrap.fill(p, int(16 * fig.get_figwidth())) for p in parts)
+    fig.suptitle(title, fontsize=9)
+    top = 1 - (0.16 * (title.count("\n") + 1) + 0.05) / fig.get_figheight()
+    fig.tight_layout(rect=(0, 0.07, 1, min(0.96, top)))
     if path is not None:
         fig.savefig(path, dpi=110)
         plt.close(fig)

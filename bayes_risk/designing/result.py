@@ -287,9 +287,9 @@ class DesignResult:
 
     # --------------------------------------------------------------- figures and files
     def plot(self, path: str | os.PathLike[str] | None = None) -> Any:
-        """The utility–risk frontier: one panel per risk threshold, every candidate at its
-        figure with its interval, the threshold drawn, the candidates that pass every line
-        filled, the chosen one starred, the non-dominated ones joined."""
+        """The utility–risk frontier: one panel per risk line (DiSCO: one per target), every
+        candidate at its figure with its interval, the threshold drawn, the candidates that
+        pass every line filled, the chosen one starred, the non-dominated ones joined."""
         from bayes_risk.designing.plots import frontier_figure
 
         return frontier_figure(self, path)

@@ -155,6 +155,56 @@ def test_a_line_with_flagged_records_passes_only_at_its_worst_case(ce, toy_measu
     assert not line_record(replace(auc, flagged=0), "all records")["exceeds"]
 
 
+def _panel_points(ax):
+    """The (x, y) of every candidate marker of a frontier panel (its scatters)."""
+    from matplotlib.collections import PathCollection
+
+    pts = [c.get_offsets() for c in ax.collections
+           if isinstance(c, PathCollection) and len(c.get_offsets())]
+    return {tuple(map(float, p)) for o in pts for p in np.asarray(o)}
+
+
+def test_the_frontier_draws_each_disco_line_the_audit_judges():
+    """One DiSCO line per target: each is a panel of its own, named by its target, with every
+    candidate at that target's figure; a candidate past the threshold on one target only is
+    crossed there (the figure never shows one target's DiSCO under another's name)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from bayes_risk.designing.evaluate import candidate_record, line_record
+    from bayes_risk.designing.result import DesignResult
+
+    # (overlap, DiSCO of Tenure, DiSCO of Expenditure or None: not synthesized)
+    figures = [(0.8, 2.0, 20.0), (0.7, 5.0, 3.0), (0.6, 12.0, None)]
+    cands = []
+    for k, (ov, ten, exp) in enumerate(figures, start=1):
+        cols = ["Tenure"] + (["Expenditure"] if exp is not None else [])
+        vs = [Verdict("utility", "mean confidence-interval overlap", ov, 0.5, "min", None,
+                      threshold_name="overlap")]
+        vs += [Verdict("disclosure", f"DiSCO (%), target {t}", v, 10.0, "max", None, unit="%",
+                       count_of=(200, "records"), threshold_name="DiSCO")
+               for t, v in (("Tenure", ten), ("Expenditure", exp)) if v is not None]
+        cands.append(candidate_record({"key": f"c{k}", "columns": cols, "method": "cart",
+                                       "knobs": {}, "m": 2, "remedy": "none"},
+                                      [line_record(v, "first screen") for v in vs], 1.0, 1.0))
+    res = DesignResult(space={}, candidates=cands, dropped=[], objective="overlap",
+                       thresholds={"overlap": 0.5}, plan=[], stop="", start=None,
+                       random_seed=1, known=["Age"], n_fits=0, sampler="grid")
+    fig = res.plot()
+    panels = {ax.get_xlabel().split(" (")[0]: ax for ax in fig.axes if ax.get_xlabel()}
+    assert set(panels) == {"DiSCO of Tenure", "DiSCO of Expenditure"}
+    assert _panel_points(panels["DiSCO of Tenure"]) == {(2.0, 0.8), (5.0, 0.7), (12.0, 0.6)}
+    # candidate 1 passes on Tenure but is past the threshold on Expenditure: crossed there
+    exp = panels["DiSCO of Expenditure"]
+    assert _panel_points(exp) == {(20.0, 0.8), (3.0, 0.7)}
+    assert "2 of 3 candidates measured" in exp.get_title()
+    crossed = next(c for c in exp.collections if c.get_label() == "past this threshold")
+    assert [tuple(map(float, p)) for p in crossed.get_offsets()] == [(20.0, 0.8)]
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+
+
 def test_fresh_reaudit_corrects_a_winner_whose_risk_was_understated(ce, toy_measure):
     TOY["noise"] = 0.1
     res = _toy_design(ce, random_seed=1, max_candidates=12)
