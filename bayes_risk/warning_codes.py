@@ -47,10 +47,12 @@ MESSAGES: dict[str, str] = {
     "Monte Carlo error and by a material amount, two percentage points or a factor 1.2 (see "
     "p_true_chain_min / p_true_chain_max): treat it as unresolved; run longer or more chains, "
     "or refit.",
-    "MC_ERROR_HIGH": "the Monte Carlo error of a plug-in likelihood makes the posterior odds "
-    "uncertain by more than about 10 %; more Bayesian-bootstrap replicates lower it "
-    "(--plugin-replicates of 'bayes-risk attribute' and 'audit', "
-    "EstimatorSpec.plugin_replicates).",
+    "MC_ERROR_HIGH": "the Monte Carlo error of a plug-in likelihood could hide a higher risk: "
+    "within the 95 % simultaneous Monte Carlo bounds of the candidates' likelihoods, p_true "
+    "could be higher by more than the material rule's tolerance (0.01 unless set), or the "
+    "truth ranked first (p_true_upper); more "
+    "Bayesian-bootstrap replicates narrow the bounds (--plugin-replicates of 'bayes-risk "
+    "attribute' and 'audit', EstimatorSpec.plugin_replicates).",
     # attribute risk: file level
     "H_TOO_SMALL": "fewer than 20 posterior draws: the importance-sampling estimates are "
     "unreliable.",

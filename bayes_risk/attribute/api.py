@@ -34,12 +34,11 @@ from bayes_risk.attribute.prepare import prepare
 from bayes_risk.attribute.priors import Prior, evaluate_prior_groups, parse_prior
 from bayes_risk.attribute.record_table import (
     KHAT_TOLERANCE,
-    MC_SE_THRESHOLD,
-    MC_SE_WINDOW,
     POINT_COLUMNS,
     RecordStack,
     bootstrap_summaries,
     flag_strings,
+    material_flag,
     prior_columns,
     record_stacks,
     set_point_columns,
@@ -61,8 +60,6 @@ __all__ = [
     "AttributeRiskResult",
     "RECORD_FLAGS",
     "KHAT_TOLERANCE",
-    "MC_SE_THRESHOLD",
-    "MC_SE_WINDOW",
     "PARTITION_SIZE",
 ]
 
@@ -401,8 +398,9 @@ def _reprior(
             out["chain_flag"][:, st.idx[rows]] = res["flag"]
     # the record flags that depend on the prior, set or cleared under each
     flags = {}
-    if bounds and result.settings.get("khat_rule") == "material":
-        flags["KHAT_HIGH"] = out["khat_material"]
+    code = material_flag(result.settings.get("estimator"), result.settings.get("khat_rule"))
+    if bounds and code is not None:
+        flags[code] = out["khat_material"]
     if chains:
         flags["CHAINS_DISAGREE"] = out["chain_flag"]
     base = result.records["flag_codes"].tolist()

@@ -17,8 +17,10 @@ from bayes_risk.attribute.null import result_null
 from bayes_risk.attribute.plan import AttributePlan, PartitionOutput
 from bayes_risk.attribute.priors import PriorInputs, evaluate_prior
 from bayes_risk.attribute.record_table import (
+    MC_LEVEL,
     bootstrap_summaries,
     khat_material,
+    material_flag,
     order_flags,
     point_summaries,
     set_point_columns,
@@ -67,13 +69,13 @@ def assemble(plan: AttributePlan, part: PartitionOutput) -> AttributeRiskResult:
         logprior = [np.zeros_like(lp) for lp in logprior]
     log_post, rec = point_summaries(loglik, logprior, g0_arr)
     diags = [part.diag[i] for i in recs]
-    bounds = None
-    if est == "stabilised" and plan.diagnostics.khat != "none":
+    bounds, code = None, material_flag(est, plan.diagnostics.khat_rule)
+    if est == "plugin" or (est == "stabilised" and plan.diagnostics.khat != "none"):
         bounds = khat_material(loglik, diags, logprior, g0_arr, plan.diagnostics.khat_tolerance)
-        if plan.diagnostics.khat_rule == "material":
+        if code is not None:
             for k, i in enumerate(recs):
                 if bounds[2][k] and i not in unchanged:
-                    part.flags[i] = order_flags([*part.flags[i], "KHAT_HIGH"])
+                    part.flags[i] = order_flags([*part.flags[i], code])
     chains = _chain_flags(plan, part, recs, diags, logprior, g0_arr, unchanged)
     # G: the candidates that cover observed values; the two-record intruder: a row per pair
     key = "pair" if data.scenario == "two_records" else "record"
@@ -238,9 +240,10 @@ def _diagnostic_columns(df: pd.DataFrame, plan: AttributePlan, part: PartitionOu
         df["ess_aug_min"] = agg("ess_aug", np.min)
         if bounds is not None:
             df["n_khat_high"] = [int(np.sum(diag_d[i].get("khat_high", 0))) for i in recs]
-            df["p_true_lower"], df["p_true_upper"] = bounds[0], bounds[1]
     if est == "plugin":
         df["mc_se_max"] = agg("mc_se", np.max)
+    if bounds is not None:
+        df["p_true_lower"], df["p_true_upper"] = bounds[0], bounds[1]
     if est in ("stabilised", "is"):
         df["max_weight_share"] = agg("max_share", np.max, nontrue=False)
     df["ess_omega_min"] = agg("ess_omega", np.min, nontrue=False)
@@ -286,7 +289,8 @@ def _settings(plan: AttributePlan, part: PartitionOutput) -> dict[str, Any]:
         "prior": plan.prior.label(), "H": plan.draws.H, "H_augmented": plan.augmented.n_draws,
         "m": data.m, "psis": bool(dg.psis), "khat": dg.khat,
         "khat_rule": dg.khat_rule if est == "stabilised" else "any",
-        "khat_tolerance": dg.khat_tolerance, "bootstrap": plan.draws.n_boot,
+        "khat_tolerance": dg.khat_tolerance,
+        **({"mc_level": MC_LEVEL} if est == "plugin" else {}), "bootstrap": plan.draws.n_boot,
         "compat": plan.compat, "random_seed": plan.random_seed_json,
         "khat_threshold": dg.khat_threshold, "low_ess_threshold": dg.low_ess_threshold,
         "missing_values": missing_policy(model),

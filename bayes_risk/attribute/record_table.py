@@ -19,8 +19,8 @@ from bayes_risk.attribute.summaries import log_posterior, rank_summary
 from bayes_risk.warning_codes import RECORD_FLAGS
 
 __all__ = [
-    "MC_SE_THRESHOLD",
-    "MC_SE_WINDOW",
+    "MC_LEVEL",
+    "material_flag",
     "KHAT_TOLERANCE",
     "groups_by_size",
     "ungroup",
@@ -38,11 +38,18 @@ __all__ = [
     "debiased_p_true",
 ]
 
-#: ``MC_ERROR_HIGH`` (plug-in likelihoods estimated by Monte Carlo): a candidate within
-#: ``MC_SE_WINDOW`` of the record's largest log-likelihood has a standard error of its difference
-#: from the truth above ``MC_SE_THRESHOLD`` (posterior odds uncertain by more than about ±10 %)
-MC_SE_THRESHOLD = 0.1
-MC_SE_WINDOW = 10.0
+#: ``MC_ERROR_HIGH`` (plug-in likelihoods estimated by Monte Carlo): the simultaneous coverage of
+#: the candidates' Monte Carlo bounds that the material rule reads (Bonferroni over the candidates)
+MC_LEVEL = 0.95
+
+
+def material_flag(estimator: str, khat_rule: str | None) -> str | None:
+    """The record flag an estimator's bounds of ``p_true`` raise under the material rule
+    (:func:`khat_material`): the smoothed plug-in's Monte Carlo bounds always, the stabilised
+    estimator's k̂ bounds under ``khat_rule="material"`` (``None``: not by this rule)."""
+    if estimator == "plugin":
+        return "MC_ERROR_HIGH"
+    return "KHAT_HIGH" if estimator == "stabilised" and khat_rule == "material" else None
 
 
 #: the record columns of the posterior and rank summaries of the truth (Hu 2019 eq. 1)

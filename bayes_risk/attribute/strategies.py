@@ -10,6 +10,7 @@ from abc import abstractmethod
 from typing import Any, NamedTuple
 
 import numpy as np
+from scipy.stats import norm
 
 from bayes_risk.attribute.chains import chain_estimates
 from bayes_risk.attribute.diagnostics import pareto_khat, tail_size
@@ -33,7 +34,7 @@ from bayes_risk.attribute.plan import (
     PartitionOutput,
     Workspace,
 )
-from bayes_risk.attribute.record_table import MC_SE_THRESHOLD, MC_SE_WINDOW
+from bayes_risk.attribute.record_table import MC_LEVEL
 from bayes_risk.contract import capabilities
 from bayes_risk.data.validate import decode_values
 from bayes_risk.exceptions import ValidationError
@@ -77,12 +78,27 @@ class PlugIn(EstimatorStrategy):
             # candidate stays impossible (no Monte Carlo error to report)
             mc = np.sqrt(np.sum(se * se, axis=0))
             mc = np.where(unk | ~np.isfinite(llk), np.nan, mc)
-            out.diag[i] = {"mc_se": mc}
-            near = np.isfinite(llk) & (llk >= np.max(llk) - MC_SE_WINDOW)
-            near[group.g0[k]] = False
-            if np.any(mc[near] > MC_SE_THRESHOLD):
-                out.flags[i].append("MC_ERROR_HIGH")
+            out.diag[i] = {"mc_se": mc, **mc_bounds(llk, mc)}
         ws.timing["model_likelihood_s"] += time.perf_counter() - t_m
+
+
+def mc_bounds(loglik: np.ndarray, mc_se: np.ndarray, level: float = MC_LEVEL
+              ) -> dict[str, np.ndarray]:
+    """Each candidate's log-likelihood at ± ``z`` Monte Carlo standard errors of its difference
+    from the truth, ``z`` the Bonferroni point that covers every candidate with an error at once
+    with probability ``level`` (``{}`` when no candidate has one: the likelihood is exact).
+
+    The bounds feed the material rule of :func:`~bayes_risk.attribute.record_table.khat_material`
+    (``MC_ERROR_HIGH`` where the truth's probability could be understated by more than its
+    tolerance, or the truth ranked first), as the k̂ bounds of the stabilised estimator do.
+    """
+    err = np.nan_to_num(mc_se, nan=0.0)
+    j = int(np.count_nonzero(err))
+    if not j:
+        return {}
+    z = float(norm.isf((1 - level) / (2 * j)))
+    with np.errstate(invalid="ignore"):  # -inf stays -inf
+        return {"loglik_lo": loglik - z * err, "loglik_hi": loglik + z * err}
 
 
 def _plugin_logliks(model: Any, plan: AttributePlan, group: CandidateGroup

@@ -177,8 +177,8 @@ class AttributeRiskResult(RiskResult):
             values: ``prop_evidence``, ``bayes_factor_quantiles``, ``mean_prior_p_true``;
             not for the low-risk stand-in, whose candidates come from the release),
             ``random_guess_baseline``, ``published_estimator``, ``pareto_khat``,
-            ``between_chain_check``, ``settings``, ``warnings``, ``mcmc`` and, with the draw
-            bootstrap, ``mc_uncertainty``.
+            ``plugin_monte_carlo``, ``between_chain_check``, ``settings``, ``warnings``,
+            ``mcmc`` and, with the draw bootstrap, ``mc_uncertainty``.
         """
         df = self.records
         fl = df["flag_codes"] != ""
@@ -209,6 +209,14 @@ class AttributeRiskResult(RiskResult):
                 "records_high_khat_immaterial": int((hi & ~kf).sum()),
                 "records_p_true_may_overstate": int((over & ~kf).sum()),
             }
+        mc_note: dict[str, Any] = {}
+        if "mc_se_max" in df.columns:  # the smoothed plug-in's Monte Carlo error (its bounds)
+            has = df["mc_se_max"].to_numpy() > 0
+            mf = df["flag_codes"].str.contains("MC_ERROR_HIGH", regex=False).to_numpy()
+            mc_note = {"rule": "material", "level": self.settings.get("mc_level"),
+                       "tolerance": self.settings.get("khat_tolerance"),
+                       "records_with_mc_error": int(has.sum()),
+                       "records_mc_error_immaterial": int((has & ~mf).sum())}
         out = {
             "n_records": int(len(df)),
             "n_flagged": int(fl.sum()),
@@ -219,6 +227,7 @@ class AttributeRiskResult(RiskResult):
             "random_guess_baseline": float(np.mean(df["baseline"])) if len(df) else float("nan"),
             "published_estimator": dict(self._degenerate),
             "pareto_khat": khat_note,
+            "plugin_monte_carlo": mc_note,
             "between_chain_check": self._chain_note(),
             "settings": dict(self.settings),
             "warnings": list(self.warnings),
@@ -524,6 +533,15 @@ class AttributeRiskResult(RiskResult):
             notes.append(
                 "Flags: " + ", ".join(f"{k} × {v}" for k, v in d["flag_counts"].items()) + "."
             )
+        pm = d["plugin_monte_carlo"]
+        if pm.get("records_with_mc_error"):
+            notes.append(
+                f"Monte Carlo error of the plug-in likelihood: {pm['records_with_mc_error']} "
+                f"record(s) have one; {pm['records_mc_error_immaterial']} of them are not "
+                "flagged, as their p_true cannot be understated by more than "
+                f"{pm['tolerance']:g} nor the truth be ranked first within the "
+                f"{100 * pm['level']:g} % simultaneous Monte Carlo bounds of their candidates "
+                "(p_true_lower, p_true_upper); the others are MC_ERROR_HIGH.")
         ch = d["between_chain_check"]
         if ch.get("status") == "run":
             notes.append(f"Between-chain check ({ch.get('reason')}): {ch['records_flagged']} "

@@ -356,6 +356,15 @@ def attribute_section(sec: Section, s: Any, result: Any, links: Links) -> None:
               "the reported p_true may overstate the risk (p_true_lower < p_true): an upper "
               "bound, safe for accepting a release, not for claiming the risk is that high "
               "(user guide, attribute risk).")
+    pm = sm.get("plugin_monte_carlo") or {}
+    if pm.get("records_with_mc_error"):
+        sec.p("Monte Carlo error of the plug-in likelihood (Bayesian-bootstrap replicates of "
+              "smoothed leaves): ", links.num(pm["records_with_mc_error"], src), " record(s); ",
+              links.num(pm.get("records_mc_error_immaterial"), src), " of them are not flagged: "
+              "within the ", format_number(100 * pm["level"]), " % simultaneous Monte Carlo "
+              "bounds of their candidates, their p_true cannot be understated by more than ",
+              format_number(pm.get("tolerance")), " nor the truth be ranked first "
+              "(p_true_lower, p_true_upper in records.csv; methods, attribute risk).")
     if counts:
         sec.p("The flags:")
         sec.blocks.append(Block("dl", terms=[(k, message(k)) for k in counts]))
