@@ -45,6 +45,8 @@ def run(args: argparse.Namespace) -> int:
 
     from bayes_risk._specs import spec_values
     from bayes_risk._terminal import line
+    from bayes_risk.attribute.specs import EstimatorSpec
+    from bayes_risk.auditing.settings import AuditSettings
     from bayes_risk.auditing.thresholds import Thresholds
     from bayes_risk.cli._common import print_summary
     from bayes_risk.designing import SearchSpec, design
@@ -52,13 +54,16 @@ def run(args: argparse.Namespace) -> int:
     thresholds = Thresholds.parse(args.threshold)  # checked before any input is read
     space = space_from_args(args)
     search = SearchSpec(**spec_values(SearchSpec, vars(args)))
+    estimator = spec_values(EstimatorSpec, vars(args))  # --plugin-replicates
+    settings = (AuditSettings(attribute_estimator=EstimatorSpec(**estimator)) if estimator
+                else None)
     out = Path(args.out)
     if args.overwrite and not args.resume and out.exists() and any(out.iterdir()):
         shutil.rmtree(out)  # --overwrite: the old design goes when the new one starts
     try:
         res = design(args.original, known=args.known, start=args.start, space=space,
                      thresholds=thresholds, categorical=args.categorical,
-                     search=search, out=out, resume=args.resume,
+                     search=search, settings=settings, out=out, resume=args.resume,
                      random_seed=args.random_seed, progressbar=not args.quiet)
     except KeyboardInterrupt:
         if (out / "design.journal").is_file():

@@ -198,6 +198,30 @@ def test_the_design_options_give_the_search():
         objective="s_pmse", patience=4, screen_records=None, cpu_budget=60.0)
     args = design.parse_args(["o.csv", "--known", "a", "--screen-records", "50", "--out", "o"])
     assert spec_values(SearchSpec, vars(args)) == {"screen_records": 50}
+    # the audit's --plugin-replicates, declared by EstimatorSpec alone of its fields
+    assert spec_values(EstimatorSpec, vars(args)) == {}
+    args = design.parse_args(["o.csv", "--known", "a", "--plugin-replicates", "2000",
+                              "--out", "o"])
+    assert spec_values(EstimatorSpec, vars(args)) == {"plugin_replicates": 2000}
+    assert option_names(design)["EstimatorSpec.plugin_replicates"] == "--plugin-replicates"
+
+
+def test_the_design_passes_plugin_replicates_to_its_audits(capsys, tmp_path, monkeypatch):
+    # every candidate's audit takes the replicates (the settings the journal records); a bad
+    # count is refused before the original is read
+    import bayes_risk.designing as designing
+
+    seen = {}
+    monkeypatch.setattr(designing, "design", lambda original, **kw: seen.update(kw) or 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        cli.main(["design", str(tmp_path / "o.csv"), "--known", "a", "--plugin-replicates",
+                  "2000", "--out", str(tmp_path / "d")])
+    assert seen["settings"].attribute_estimator.plugin_replicates == 2000
+    assert cli.main(["design", str(tmp_path / "missing.csv"), "--known", "a",
+                     "--plugin-replicates", "0", "--out", str(tmp_path / "d2")]) == 2
+    err = capsys.readouterr().err
+    assert "--plugin-replicates must be an integer >= 1. Got 0" in err and "missing" not in err
+    assert not (tmp_path / "d2").exists()
 
 
 def test_the_design_options_give_the_space_over_its_file(tmp_path):

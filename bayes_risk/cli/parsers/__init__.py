@@ -155,11 +155,13 @@ def _rewrite(part: str, options: Mapping[str, str], *, at_start: bool) -> str:
     return _NAME.sub(sub, part)
 
 
-def add_spec_options(parser: argparse.ArgumentParser, *specs: type) -> None:
+def add_spec_options(parser: argparse.ArgumentParser, *specs: type,
+                     fields: tuple[str, ...] | None = None) -> None:
     """Declare on ``parser`` the command-line options of the fields of ``specs`` (their
     ``metadata["cli"]``, :func:`bayes_risk._specs.cli_option`, and the options a field holding a
     spec takes of it, :func:`bayes_risk._specs.cli_spec`), in field order, each in the argument
-    group its option names (the parser's group of that title, else a new one).
+    group its option names (the parser's group of that title, else a new one); ``fields``: only
+    those fields' options.
 
     An option not given is ``None``: its field keeps the spec's default
     (:func:`bayes_risk._specs.spec_values`), and the spec checks the values, its messages
@@ -172,6 +174,8 @@ def add_spec_options(parser: argparse.ArgumentParser, *specs: type) -> None:
         options = [(spec, f, opt) for f, opt in cli_fields(spec)]
         options += [(inner, f, opt) for _, inner, held in cli_specs(spec) for f, opt in held]
         for owner, f, opt in options:
+            if fields is not None and f.name not in fields:
+                continue
             action = _declare(parser, opt)
             action.spec_field = f"{owner.__name__}.{f.name}"
             action.library_names = (action.spec_field, f.name)

@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from bayes_risk._search_spec import SEARCH, SearchSpec
+from bayes_risk.attribute.specs import EstimatorSpec
 from bayes_risk.cli._common import add_run_arguments
 from bayes_risk.cli.parsers import add_spec_options
 from bayes_risk.designing.space import SPACE, DesignSpace
@@ -83,6 +84,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     add_spec_options(p, SearchSpec)
     s.add_argument("--threshold", action="append", default=None, metavar="NAME=VALUE",
                    help="verdict threshold (repeat; names and defaults: bayes-risk audit --help)")
+    # how each candidate's attribute step estimates (the audit's option, declared once)
+    add_spec_options(s, EstimatorSpec, fields=("plugin_replicates",))
     s.add_argument("--resume", action=_Resume, nargs=0, default=False,
                    help="go on with the interrupted design in --out (its finished candidates "
                    "kept; the settings must be the same)")
