@@ -68,8 +68,9 @@ class AttributeRiskResult(RiskResult):
         ``scenario="two_records"``): ``G``, ``p_true``, ``rank_min``, ``n_tie``, ``rank_avg``,
         ``is_top``, ``top_share``, ``baseline`` (1/G), the diagnostics (``ess_q_min``,
         ``khat_max``, …, :doc:`/methods/attribute`), bootstrap quantiles ``boot_*`` and
-        ``flag_codes``; the stabilised estimator adds ``p_true_lower`` / ``p_true_upper``, two
-        or more chains ``p_true_chain_min`` / ``p_true_chain_max`` and ``chain_z``.
+        ``flag_codes``; the stabilised estimator (its k̂ bounds) and the smoothed CART plug-in
+        (its Monte Carlo bounds) add ``p_true_lower`` / ``p_true_upper``, two or more chains
+        ``p_true_chain_min`` / ``p_true_chain_max`` and ``chain_z``.
     columns : tuple of str
         The varying (unknown) columns.
     candidates : list of CandidateSet
