@@ -236,9 +236,9 @@ def with_shared_refits(original: pd.DataFrame, synthetic: Any, *, model: Any, re
 def file_measures(result: Any) -> dict[str, Any]:
     """A run's file-level figures over the records with a ``p_true`` (flagged ones counted),
     with what a release that says nothing of those records would give
-    (:func:`~bayes_risk.results.attribute.file_null`: ``null_mean_p_true``, ``null_prop_top``,
-    their expected values; ``nan`` without fixed candidates)."""
-    from bayes_risk.results.attribute import file_null
+    (:func:`~bayes_risk.results._attribute_null.file_null`: ``null_mean_p_true``,
+    ``null_prop_top``, their expected values; ``nan`` without fixed candidates)."""
+    from bayes_risk.results._attribute_null import file_null
 
     records = result.records
     p = records["p_true"].to_numpy(dtype=np.float64)

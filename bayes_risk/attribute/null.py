@@ -36,7 +36,7 @@ record's posterior over its candidates, conditionally on it:
 The Bayes factor of a hypothetical truth is the intruder's: its prior (``logprior``) gives the
 prior odds.
 
-The file level (:func:`bayes_risk.results.attribute.file_null`) treats the records as
+The file level (:func:`bayes_risk.results._attribute_null.file_null`) treats the records as
 independent under the null.
 """
 

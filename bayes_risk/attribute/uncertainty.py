@@ -24,6 +24,7 @@ from bayes_risk.attribute.record_table import (
 from bayes_risk.attribute.summaries import log_posterior, rank_summary
 from bayes_risk.data.validate import check_probability
 from bayes_risk.exceptions import ValidationError, arg_name
+from bayes_risk.results._attribute_mc import mc_interval_key
 from bayes_risk.results.attribute import EVIDENCE_FACTOR, bayes_factor, check_evidence_factor
 
 __all__ = ["file_uncertainty", "wang_reiter_uncertainty", "FILE_FIGURES", "WANG_REITER_FIGURES"]
@@ -110,12 +111,12 @@ def _intervals(point: np.ndarray, figs: np.ndarray, names: Sequence[str], level:
         warnings.simplefilter("ignore", RuntimeWarning)  # a figure nan in every replicate
         lo, hi = np.nanquantile(figs, [alpha, 1 - alpha], axis=0)
         se = np.nanstd(figs, axis=0, ddof=1)
-    name = f"mc_interval_{round(level * 100):d}"
     return {
         **base,
         "value": dict(zip(names, map(float, point), strict=True)),
         "mc_se": dict(zip(names, map(float, se), strict=True)),
-        name: {f: [float(a), float(b)] for f, a, b in zip(names, lo, hi, strict=True)},
+        mc_interval_key(level): {f: [float(a), float(b)]
+                                 for f, a, b in zip(names, lo, hi, strict=True)},
     }
 
 

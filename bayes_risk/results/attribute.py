@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,13 +15,16 @@ from bayes_risk._thresholds import EVIDENCE_FACTOR
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import decode_values
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.results._base import RiskResult, draws, legend_below
-from bayes_risk.results._summary import ResultWarning, Summary
+from bayes_risk.results import _attribute_plots as _plots
+from bayes_risk.results import _attribute_summary as _words
+from bayes_risk.results._attribute_mc import mc_table  # documented here (docs/api)
+from bayes_risk.results._attribute_null import file_null
+from bayes_risk.results._base import RiskResult
+from bayes_risk.results._summary import ResultWarning
 from bayes_risk.warning_codes import message
 
-__all__ = ["AttributeRiskResult", "CandidateSet", "bayes_factor", "file_null", "hrw_summary",
-           "mc_table", "null_reading", "null_table", "EVIDENCE_FACTOR", "NULL_FIGURES",
-           "QUANTILES"]
+__all__ = ["AttributeRiskResult", "CandidateSet", "bayes_factor", "hrw_summary", "mc_table",
+           "EVIDENCE_FACTOR", "QUANTILES"]
 
 #: quantiles of ``p_true`` and of the truth's rank in the Hu–Reiter–Wang summary
 QUANTILES = (0.0, 0.05, 0.25, 0.5, 0.75, 0.95, 1.0)
@@ -447,313 +449,16 @@ class AttributeRiskResult(RiskResult):
             out.append(ResultWarning(code, str(w.get("message") or message(code)), where))
         return out
 
-    def headline(self) -> str:
-        """The unflagged records' shares in a few lines, as ``bayes-risk attribute`` prints
-        them: ranked first, mean ``p_true`` and with evidence, each beside what a release that
-        said nothing would give; the release's ε and the between-chain check."""
-        d = self.to_dict()
-        un, null = d["unflagged"], d.get("null") or {}
-        nan = float("nan")
-
-        def beside(*keys: str) -> str:
-            parts = [f"{k} expected {100 * e['expected']:.3g} % (95 % range "
-                     f"{100 * e['low']:.3g}–{100 * e['high']:.3g} %; observed: "
-                     f"{null_reading(float(un.get(k, nan)), e)})"
-                     for k in keys if (e := null.get(k))]
-            return (" (if the release said nothing about the records: " + ", ".join(parts)
-                    + ")" if parts else "")
-
-        what = "pairs of records" if self.settings.get("scenario") == "two_records" else "records"
-        lines = [
-            f"attribute risk of {d['n_records']} {what} ({d['n_flagged']} flagged, counted "
-            "separately)",
-            f"stable estimates (unflagged): share ranked first {100 * un.get('prop_top', nan):.3g}"
-            f" % (prop_top in summary.json), mean p_true {100 * un.get('mean_p_true', nan):.3g} %"
-            + beside("prop_top", "mean_p_true"),
-            # what the release adds, to be read beside the ranking (methods page, issue 63)
-            f"share with evidence {100 * un.get('prop_evidence', nan):.3g} % (prop_evidence: "
-            f"Bayes factor of the true values >= {un.get('evidence_factor', nan):g}, the release "
-            "multiplying the intruder's odds on them that many times)" + beside("prop_evidence"),
-        ]
-        dp = self.settings.get("differential_privacy")
-        if dp:  # the release's ε beside its attribute risk (methods page, Differential privacy)
-            from bayes_risk.privacy import beside_attribute
-
-            q = (d["all"].get("bayes_factor_quantiles") or {}).get("100%")
-            lines.append(beside_attribute(dp, None if q is None else float(q)))
-        ch = d["between_chain_check"]
-        lines.append(f"between-chain check: {ch['reason']}; {ch['records_flagged']} record(s) "
-                     "flagged CHAINS_DISAGREE" if ch.get("status") == "run"
-                     else f"between-chain check not run: {ch['reason']}")
-        return "\n".join(lines)
-
-    def summary(self, *, thresholds: Sequence[float] = (0.5,)) -> Summary:
-        """Printable file-level summary (the figures of :meth:`to_dict`)."""
-        d = self.to_dict(thresholds=thresholds)
-        st = self.settings
-        cand = st.get("candidates")
-        header = [
-            ("columns guessed", ", ".join(self.columns)),
-            ("records evaluated", d["n_records"]),
-            ("records flagged", d["n_flagged"]),
-            ("estimator", st.get("estimator")),
-            ("prior", st.get("prior")),
-            ("candidates", cand.get("rule", cand) if isinstance(cand, dict) else cand),
-            ("posterior draws H", st.get("H")),
-            ("synthetic datasets m", st.get("m")),
-        ]
-        dp = st.get("differential_privacy")
-        if dp:  # the release's ε beside its attribute risk (methods: Differential privacy)
-            from bayes_risk.privacy import beside_attribute
-
-            header.append(("differential privacy ε of the release", dp["epsilon"]))
-        rows = [hrw_table_row(name, d[key]) for key, name in
-                (("all", "all"), ("unflagged", "not flagged"), ("flagged", "flagged"))]
-        notes = [
-            "p_true: renormalised posterior probability of the record's true values among its "
-            "candidates; rank 1 = the intruder's best guess (Hu, Reiter & Wang 2014). Flagged "
-            "records have unreliable estimates and are reported separately."
-        ]
-        if "prop_evidence" in d["all"]:  # not for the low-risk stand-in
-            notes.append(
-                "Bayes factor: how many times the release multiplies the intruder's odds on the "
-                "record's true values (1: the release tells nothing about the record); from "
-                f"{EVIDENCE_FACTOR:g} on it counts as evidence (Kass & Raftery 1995).")
-        if "null" in d:
-            notes.append(
-                "If the release said nothing about the records: each figure's expected value "
-                "and 95 % range when every record's true values are a draw from the other "
-                f"records' frequencies, independent of the release ({d['null']['method']}; "
-                "methods page, Attribute disclosure risk: What a release that says nothing "
-                "gives). A figure above its range says that the release points to the records' "
-                "true values; within it, that it tells no more than the population does.")
-        if dp:
-            q = (d["all"].get("bayes_factor_quantiles") or {}).get("100%")
-            notes.append("Differential privacy: " + beside_attribute(dp, q) + ".")
-        if d["flag_counts"]:
-            notes.append(
-                "Flags: " + ", ".join(f"{k} × {v}" for k, v in d["flag_counts"].items()) + "."
-            )
-        pm = d["plugin_monte_carlo"]
-        if pm.get("records_with_mc_error"):
-            notes.append(
-                f"Monte Carlo error of the plug-in likelihood: {pm['records_with_mc_error']} "
-                f"record(s) have one; {pm['records_mc_error_immaterial']} of them are not "
-                "flagged, as their p_true cannot be understated by more than "
-                f"{pm['tolerance']:g} nor the truth be ranked first within the "
-                f"{100 * pm['level']:g} % simultaneous Monte Carlo bounds of their candidates "
-                "(p_true_lower, p_true_upper); the others are MC_ERROR_HIGH.")
-        ch = d["between_chain_check"]
-        if ch.get("status") == "run":
-            notes.append(f"Between-chain check ({ch.get('reason')}): {ch['records_flagged']} "
-                         "record(s) whose estimate depends on the chain (CHAINS_DISAGREE).")
-        else:
-            notes.append(f"Between-chain check: not run ({ch.get('reason')}).")
-        tables = {"File-level summary": pd.DataFrame(rows)}
-        if "null" in d:
-            tables["If the release said nothing about the records"] = null_table(
-                d["unflagged"], d["null"])
-        mc = d.get("mc_uncertainty")
-        if mc is not None:
-            tables["Monte Carlo error (draw bootstrap)"] = mc_table(mc)
-            notes.append(
-                f"Monte Carlo error: MCSE and 90 % interval over {mc['bootstrap']} bootstrap "
-                "resamples of the posterior draws (every record the same resample; each "
-                "record's p_true replicates corrected for the bias they show); they cover "
-                "the Monte Carlo error of the posterior draws only, and an interval of zero "
-                "width is marked degenerate. Unflagged records; "
-                f"{mc['n_flagged_excluded']} flagged record(s) left out."
-            )
-        return Summary(
-            "Attribute disclosure risk",
-            header=header,
-            tables=tables,
-            notes=notes,
-            warnings=self.structured_warnings,
-        )
-
-    # ----- plots ----------------------------------------------------------------------------
+    # ----- words and plots (bayes_risk.results._attribute_summary, _attribute_plots) --------
+    headline = _words.headline
+    summary = _words.summary
     plot_kinds = ("p_true", "rank", "khat")
-
-    @draws("p_true")
-    def _plot_p_true(self, ax: Any) -> Any:
-        """Stacked histogram of ``p_true``, stable and flagged, with two means of the stable
-        estimates: before the release (the intruder's prior; 1/G under the uniform prior) and
-        after a release that says nothing about the records (:meth:`null`)."""
-        df = self.records
-        codes = df["flag_codes"]
-        flagged = np.asarray((codes.astype(str) != "").to_numpy() & codes.notna(), dtype=bool)
-        p = df["p_true"].to_numpy(dtype=float)
-        ok = ~np.isnan(p)
-        # the whole [0, 1] unless every p_true is small (then [0, max]: the baseline stays visible)
-        hi = 1.0 if not ok.any() or np.nanmax(p) > 0.5 else float(np.nanmax(p)) * 1.05
-        ax.hist([p[~flagged & ok], p[flagged & ok]], bins=30, range=(0, hi), stacked=True,
-                label=["stable estimate", "flagged (unstable)"], color=["tab:blue", "tab:orange"])
-        # the records the summary's means are over (`unflagged`), and its prior mass
-        keep = ~flagged & ok
-        guess = df["baseline"].to_numpy(dtype=float)[keep]
-        prior = self.prior_p_true()[keep] if self._fixed_candidates else guess
-        if prior.size and np.isfinite(prior).all():
-            uniform = " = 1/G" if np.allclose(prior, guess, rtol=1e-9, atol=0) else ""
-            # candidates read off the release (Wang & Reiter's stand-in) have no "before"
-            what = (f"before the release (the intruder's prior{uniform})"
-                    if self._fixed_candidates else "uniform over the released candidates, 1/G")
-            ax.axvline(float(np.mean(prior)), color="0.5", ls=":",
-                       label=f"{what}: {100 * float(np.mean(prior)):.3g} %")
-        null = (self.null() or {}).get("mean_p_true")
-        if null:
-            ax.axvline(null["expected"], color="k", ls="--",
-                       label=f"after a release that says nothing of the records: "
-                             f"{100 * null['expected']:.3g} %")
-        from matplotlib.ticker import PercentFormatter
-
-        # in per cent, as the report and the command line give p_true
-        ax.xaxis.set_major_formatter(PercentFormatter(1.0))
-        ax.set_xlabel("probability of the true values, p_true (renormalised over the "
-                      "candidates)")
-        ax.set_ylabel("records")
-        legend_below(ax)
-        return ax
-
-    @draws("rank")
-    def _plot_rank(self, ax: Any, prop_top_threshold: float | None = None) -> Any:
-        """Histogram of the truth's rank among the candidates, with the mean rank of a release
-        that says nothing about the records (:meth:`null`);
-        with ``prop_top_threshold`` (per cent of the records, the audit's ``prop_top``), the
-        records ranked first that it allows, beside those the estimate ranks first."""
-        df = self.records
-        r = df["rank_min"].to_numpy(dtype=float)
-        r = r[~np.isnan(r)]
-        if r.size:
-            ax.hist(r, bins=np.arange(0.5, r.max() + 1.5, 1.0), color="tab:blue")
-        null = (self.null() or {}).get("mean_rank")
-        if null:
-            ax.axvline(null["expected"], color="k", ls="--",
-                       label=f"mean rank if the release said nothing of the records: "
-                             f"{null['expected']:.3g}")
-        if prop_top_threshold is not None and r.size:
-            allowed = float(prop_top_threshold) / 100 * r.size
-            ax.hlines(allowed, 0.5, 1.5, color="#a51d2d", ls="--", lw=1.5,
-                      label=f"threshold of the share ranked first: {prop_top_threshold:g} % "
-                            f"({allowed:,.0f} records)")
-            ax.set_ylim(top=max(ax.get_ylim()[1], 1.1 * allowed))
-        legend_below(ax, ncols=1 if prop_top_threshold is not None else 3)
-        ax.set_xlabel("rank of the true values (1 = the intruder's best guess)")
-        ax.set_ylabel("records")
-        return ax
-
-    @draws("khat")
-    def _plot_khat(self, ax: Any) -> Any:
-        """Largest Pareto k-hat over each record's candidates, with the threshold, and the
-        records the k-hat rule flags (``KHAT_HIGH``) apart from those above the threshold it
-        does not flag: under ``khat_rule="material"`` a high k-hat is flagged only where it
-        could move the truth's probability by more than the tolerance (issue 66: about 100
-        points above the line, one flagged, and the figure did not say which). Beyond
-        :data:`KHAT_SCATTER_MAX` records a scatter is a smear: a histogram of k-hat (counts
-        on a log scale, so that one flagged record shows)."""
-        df = self.records
-        thr = float(self.settings.get("khat_threshold", np.nan))
-        k = df["khat_max"].to_numpy(dtype=float) if "khat_max" in df else np.full(len(df), np.nan)
-        if np.isnan(k).all():  # the plug-in estimators: no importance weights, no k-hat
-            ax.text(0.5, 0.5, f"no Pareto k-hat: estimator "
-                    f"'{self.settings.get('estimator', '?')}'\nuses no importance weights",
-                    ha="center", va="center", transform=ax.transAxes)
-            ax.set_xticks([])
-            ax.set_yticks([])
-            ax.set_xlabel("record (0-based, as in records.csv)")
-            ax.set_ylabel("max Pareto k-hat over candidates")
-            return ax
-        k = np.where(np.isinf(k), np.nan, k)
-        groups = self._khat_groups()
-        material = self.settings.get("khat_rule") == "material"
-        tol = self.settings.get("khat_tolerance")
-        labels = {
-            "below": "k-hat at or below the threshold",
-            "immaterial": (f"above, not flagged: p_true moves by less than {tol:g}"
-                           if material and tol is not None else "above, not flagged"),
-            "flagged": "flagged KHAT_HIGH" + (": p_true may move more" if material else ""),
-        }
-        style = {"below": ("tab:blue", 3, 1), "immaterial": ("0.6", 3, 2),
-                 "flagged": ("#c0392b", 7, 3)}
-        n = {g: int(mask.sum()) for g, mask in groups.items()}
-        if len(df) <= KHAT_SCATTER_MAX:
-            x = df.index.to_numpy()
-            for g, mask in groups.items():
-                colour, size, z = style[g]
-                ax.plot(x[mask], k[mask], ".", ms=size, color=colour, zorder=z,
-                        label=f"{labels[g]} ({n[g]:,})")
-            ax.set_xlabel("record (0-based, as in records.csv)")
-            ax.set_ylabel("max Pareto k-hat over candidates")
-            if np.isfinite(thr):
-                ax.axhline(thr, color="r", ls="--", label=f"threshold {thr:.2f}")
-        else:
-            fin = np.isfinite(k)
-            bins = np.histogram_bin_edges(k[fin], bins=40) if fin.any() else 10
-            order = ["below", "immaterial"]
-            ax.hist([k[groups[g] & fin] for g in order], bins=bins, stacked=True,
-                    color=[style[g][0] for g in order],
-                    label=[f"{labels[g]} ({n[g]:,})" for g in order])
-            # each flagged record a mark of its own under the bars: a bar of one on a
-            # thousand would not show
-            hit = groups["flagged"] & fin
-            ax.plot(k[hit], np.full(int(hit.sum()), 0.03), "^", ms=7, color=style["flagged"][0],
-                    transform=ax.get_xaxis_transform(), clip_on=False, zorder=3,
-                    label=f"{labels['flagged']} ({n['flagged']:,}), one mark each")
-            ax.set_yscale("log")
-            ax.set_xlabel("max Pareto k-hat over candidates")
-            ax.set_ylabel("records (log scale)")
-            if np.isfinite(thr):
-                ax.axvline(thr, color="r", ls="--", label=f"threshold {thr:.2f}")
-        rule = ("k-hat above the threshold and material" if material
-                else "k-hat above the threshold")
-        ax.set_title(f"{n['flagged']:,} of {len(df):,} records flagged ({rule})",
-                     fontsize="medium")
-        legend_below(ax, ncols=2)
-        return ax
-
-    def _khat_groups(self) -> dict[str, np.ndarray]:
-        """Masks over :attr:`records`: ``"flagged"`` (``KHAT_HIGH``), ``"immaterial"`` (k-hat
-        above the threshold, not flagged: the material rule) and ``"below"`` (the others)."""
-        df = self.records
-        thr = float(self.settings.get("khat_threshold", np.nan))
-        k = df["khat_max"].to_numpy(dtype=float) if "khat_max" in df else np.full(len(df), np.nan)
-        flagged = df["flag_codes"].fillna("").astype(str).str.split(";").map(
-            lambda c: "KHAT_HIGH" in c).to_numpy(dtype=bool)
-        with np.errstate(invalid="ignore"):
-            above = (k > thr) if np.isfinite(thr) else np.zeros(len(df), dtype=bool)
-        return {"below": ~flagged & ~above, "immaterial": ~flagged & above, "flagged": flagged}
+    _plot_p_true = _plots.p_true
+    _plot_rank = _plots.rank
+    _plot_khat = _plots.khat
 
     def _figsize(self, kind: str) -> tuple[float, float]:
         return (6.0, 4.4) if kind == "khat" else (6.0, 4.0)
-
-
-#: records up to which the k-hat figure is a scatter (beyond: a histogram)
-KHAT_SCATTER_MAX = 10_000
-
-
-def hrw_table_row(name: str, d: dict[str, Any],
-                  evidence_factor: float = EVIDENCE_FACTOR) -> dict[str, Any]:
-    """One row of the Hu–Reiter–Wang table from a group's summary (``to_dict()["all"]`` …),
-    its probabilities and shares in per cent, as the audit's report and verdict give them (the
-    files hold fractions), with the prior's mean mass on the truth and the share of records
-    whose Bayes factor is at least ``evidence_factor``."""
-    q = d.get("p_true_quantiles", {}) or {}
-    r = d.get("rank_min_quantiles", {}) or {}
-
-    def pct(x: Any) -> Any:
-        return None if x is None else 100 * float(x)
-
-    return {
-        "records": name,
-        "n": d.get("n_records"),
-        "mean p_true (%)": pct(d.get("mean_p_true")),
-        "mean p_true before the release, the prior (%)": pct(d.get("mean_prior_p_true")),
-        "median p_true (%)": pct(q.get("50%")),
-        "95th percentile of p_true (%)": pct(q.get("95%")),
-        "median rank": r.get("50%"),
-        "share ranked first (%)": pct(d.get("prop_top")),
-        f"share with Bayes factor ≥ {evidence_factor:g} (%)": pct(d.get("prop_evidence")),
-    }
 
 
 def bayes_factor(p_true: Any, prior_p_true: Any) -> np.ndarray:
@@ -860,129 +565,6 @@ def hrw_summary(
                                          for q in QUANTILES}
         out["mean_prior_p_true"] = float(np.mean(pi))
     return out
-
-
-def _count_range(p: np.ndarray) -> tuple[float, float]:
-    """The 95 % range of a sum of independent Bernoulli(p) variables (a count)."""
-    mu = float(p.sum())
-    if mu < 5:  # Poisson of the same mean (Le Cam: within sum p^2 in total variation)
-        from scipy import stats  # here: listing the measures imports this module
-
-        return float(stats.poisson.ppf(0.025, mu)), float(stats.poisson.ppf(0.975, mu))
-    sd = math.sqrt(float((p * (1 - p)).sum()))
-    return max(0.0, math.floor(mu - 1.96 * sd)), math.ceil(mu + 1.96 * sd)
-
-
-def file_null(nulls: dict[str, np.ndarray], keep: np.ndarray | None = None) -> dict[str, Any]:
-    """The file-level null of the records ``keep`` (default all) from their own
-    (:meth:`AttributeRiskResult.record_null`): for ``prop_top`` and ``prop_evidence`` the
-    expected share and its 95 % range, for ``mean_rank`` and ``mean_p_true`` the expected mean
-    and its 95 % range. Records are independent under the null: a count (ranked first, with
-    evidence) is a sum of Bernoulli variables, its range from the Poisson distribution of the
-    same mean when that mean is below 5 (Le Cam's bound), else the normal approximation; a mean
-    has the range of the Pearson type III distribution with the three moments of a mean of
-    independent terms (their central moments add; a record's null p_true is often near 0 with a
-    rare large value, and the normal range of so skewed a mean reaches below 0 and stops short
-    of its upper tail), within the figure's bounds (p_true in [0, 1], a rank at least 1).
-
-    Examples
-    --------
-    >>> nulls = {"null_p_top": np.full(1000, 1e-4), "null_p_evidence": np.zeros(1000),
-    ...          "null_rank_mean": np.full(1000, 18.0), "null_rank_var": np.full(1000, 10.0),
-    ...          "null_rank_m3": np.zeros(1000), "null_p_true_mean": np.full(1000, 0.03),
-    ...          "null_p_true_var": np.zeros(1000), "null_p_true_m3": np.zeros(1000)}
-    >>> f = file_null(nulls)
-    >>> round(f["prop_top"]["expected"], 12), f["prop_top"]["high"]
-    (0.0001, 0.001)
-    """
-    pick = (slice(None) if keep is None else np.asarray(keep, dtype=bool))
-    vals = {k: np.asarray(v, dtype=np.float64)[pick] for k, v in nulls.items()}
-    ok = np.isfinite(vals["null_p_top"])
-    n = int(ok.sum())
-    if n == 0:
-        return {}
-    out: dict[str, Any] = {"n_records": n}
-    for key, col in (("prop_top", "null_p_top"), ("prop_evidence", "null_p_evidence")):
-        p = vals[col][ok]
-        lo, hi = _count_range(p)
-        out[key] = {"expected": float(p.mean()), "low": lo / n, "high": hi / n}
-    from scipy import stats  # here: listing the measures imports this module
-
-    for key, col, bounds in (("mean_rank", "null_rank", (1.0, np.inf)),
-                             ("mean_p_true", "null_p_true", (0.0, 1.0))):
-        m = float(vals[f"{col}_mean"][ok].mean())
-        var = float(vals[f"{col}_var"][ok].sum())
-        sd = math.sqrt(var) / n
-        skew = float(vals[f"{col}_m3"][ok].sum()) / var ** 1.5 if var > 0 else 0.0
-        lo, hi = (stats.pearson3.ppf([0.025, 0.975], skew, loc=m, scale=sd) if sd > 0
-                  else (m, m))
-        out[key] = {"expected": m, "low": float(np.clip(lo, *bounds)),
-                    "high": float(np.clip(hi, *bounds))}
-    return out
-
-
-
-#: the figures read against the null: key of the summary, key of the null, label, in per cent
-NULL_FIGURES = (("prop_top", "prop_top", "share ranked first (%)", True),
-                ("mean_rank", "mean_rank", "mean rank of the true values", False),
-                ("prop_evidence", "prop_evidence", "share with evidence (%)", True),
-                ("mean_p_true", "mean_p_true", "mean p_true (%)", True))
-
-
-def null_reading(observed: float, entry: Mapping[str, float], *, larger_worse: bool = True
-                 ) -> str:
-    """``"above"``, ``"within"`` or ``"below"`` the null's 95 % range (``""``: not a number);
-    for the mean rank (``larger_worse=False``: a smaller rank is the disclosure) ``"above"``
-    means a rank better for the intruder than the null's."""
-    lo, hi = float(entry.get("low", np.nan)), float(entry.get("high", np.nan))
-    if not (np.isfinite(observed) and np.isfinite(lo) and np.isfinite(hi)):
-        return ""
-    if observed > hi:
-        return "above" if larger_worse else "below"
-    if observed < lo:
-        return "below" if larger_worse else "above"
-    return "within"
-
-
-def null_table(group: Mapping[str, Any], null: Mapping[str, Any]) -> pd.DataFrame:
-    """Each figure of ``group`` (a summary's ``unflagged``) beside its null: observed,
-    expected, the 95 % range and the reading (:func:`null_reading`)."""
-    rows = []
-    for key, nkey, label, percent in NULL_FIGURES:
-        entry = null.get(nkey)
-        if not entry:
-            continue
-        k = 100.0 if percent else 1.0
-        obs = float(group.get(key, np.nan))
-        rows.append({"figure": label, "observed": k * obs, "expected": k * entry["expected"],
-                     "95 % range": f"{k * entry['low']:.4g}–{k * entry['high']:.4g}",
-                     "reading": null_reading(obs, entry, larger_worse=key != "mean_rank")})
-    return pd.DataFrame(rows)
-
-
-def mc_table(mc: Mapping[str, Any]) -> pd.DataFrame:
-    """The figures of a Monte Carlo uncertainty dict as a table."""
-    name = next(k for k in mc if k.startswith("mc_interval_"))
-    level = name.rsplit("_", 1)[1]
-    label = f"MC interval {level} %"
-
-    def num(x: Any) -> float:
-        return float("nan") if x is None else float(x)
-
-    from bayes_risk._units import unit_of
-
-    rows = []
-    for f, v in mc["value"].items():
-        lo, hi = mc[name][f]
-        unit = unit_of(f) or "rank"
-        # shares and probabilities in per cent, as the file-level table beside it (issue 92)
-        k = 100.0 if unit.startswith(("fraction", "probability")) else 1.0
-        # a zero-width interval is not a 90 % interval: said as what it is
-        rows.append({"figure": f, "unit": "per cent" if k == 100.0 else unit,
-                     "value": k * num(v), "MCSE": k * num(mc["mc_se"][f]),
-                     label: f"[{k * num(lo):.4g}, {k * num(hi):.4g}]" if lo != hi else
-                     f"{k * num(lo):.4g} in ≥ {level} % of replicates (degenerate)"})
-    return pd.DataFrame(rows)
 
 
 def records_by_record(records: pd.DataFrame, key: str = "record") -> pd.DataFrame:

@@ -10,37 +10,14 @@ import pandas as pd
 
 from bayes_risk._io import to_jsonable
 from bayes_risk._numeric import ties
-from bayes_risk.exceptions import ValidationError, arg_name
-from bayes_risk.results._base import RiskResult, draws, legend_below
-from bayes_risk.results._summary import Summary
+from bayes_risk.results import _identification_plots as _plots
+from bayes_risk.results import _identification_summary as _words
+from bayes_risk.results._base import RiskResult
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
 
-__all__ = ["IdentificationResult", "RadiusSweepResult", "ID_MEASURES", "UNCERTAIN_MEASURES"]
-
-#: file-level identification measures and their labels, in display order
-ID_MEASURES = (
-    ("expected_match_risk", "expected match risk (sum of IR)"),
-    ("expected_match_rate", "expected match rate"),
-    ("true_match_risk", "true match risk (correct unique matches)"),
-    ("n_unique", "unique matches"),
-    ("true_match_rate_targets", "true match rate (over targets)"),
-    ("true_match_rate_unique", "true match rate (over unique matches)"),
-    ("false_match_rate", "false match rate"),
-)
-
-#: each file-level measure in a printed summary: its label with its unit, and its factor from
-#: the files (which hold the rates as fractions: bayes_risk._units)
-_SUMMARY_UNITS = {
-    "expected_match_risk": ("expected match risk (targets, sum of IR)", 1.0),
-    "expected_match_rate": ("expected match rate (% of targets)", 100.0),
-    "true_match_risk": ("true match risk (targets, correct unique matches)", 1.0),
-    "n_unique": ("unique matches (targets)", 1.0),
-    "true_match_rate_targets": ("true match rate (% of targets)", 100.0),
-    "true_match_rate_unique": ("true match rate (% of unique matches)", 100.0),
-    "false_match_rate": ("false match rate (% of unique matches)", 100.0),
-}
+__all__ = ["IdentificationResult", "RadiusSweepResult", "UNCERTAIN_MEASURES"]
 
 #: measures whose Monte Carlo error and replicate spread ``uncertainty()`` reports
 UNCERTAIN_MEASURES = ("expected_match_risk", "true_match_rate_targets", "true_match_rate_unique",
@@ -209,169 +186,13 @@ class IdentificationResult(RiskResult):
             d["records"] = self.records.to_dict(orient="list")
         return to_jsonable(d)
 
-    def summary(self) -> Summary:
-        """Printable summary: the file-level measures, the knowledge and the match rule."""
-        st = self.settings
-        rule = st.get("match_rule") or {}
-        radius = rule.get("radius") or {}
-        header = [
-            ("targets", self.file.get("n_targets", len(self.target_ids))),
-            ("aggregation", st.get("aggregation")),
-            ("membership", st.get("membership", "known")),
-            ("known unsynthesized", ", ".join(st.get("known_unsynthesized", [])) or "none"),
-            ("known synthesized", ", ".join(st.get("known_synthesized", [])) or "none"),
-            ("match rule", (f"{rule.get('radius_type')} radius "
-                            + ", ".join(f"{k} = {v:g}" for k, v in radius.items()))
-             if radius else "exact matching"),
-        ]
-        rows = []
-        unc = self.has_uncertainty
-        for key, _ in ID_MEASURES:
-            if key not in self.file:
-                continue
-            # each row's unit in its name: the rates in per cent, as the audit gives them
-            label, scale = _SUMMARY_UNITS[key]
-
-            def sc(x: Any, scale: float = scale) -> Any:
-                return None if x is None else scale * float(x)
-
-            row: dict[str, Any] = {"measure": label, "value": sc(self.file[key])}
-            if self.per_dataset is not None and key in self.per_dataset:
-                v = np.asarray(self.per_dataset[key], dtype=float)
-                fin = np.isfinite(v).any()
-                row["min over datasets"] = sc(np.nanmin(v)) if fin else None
-                row["max over datasets"] = sc(np.nanmax(v)) if fin else None
-            if unc:
-                q = self.file["replicate_quantiles"].get(key, {})
-                row["MCSE"] = sc(self.file["mc_se"].get(key))
-                row["replicate 2.5%"] = sc(q.get("0.025"))
-                row["replicate median"] = sc(q.get("0.5"))
-                row["replicate 97.5%"] = sc(q.get("0.975"))
-            rows.append(row)
-        notes = [
-            "IR: the probability that the intruder's declared match is the target's own "
-            "record, summed over targets for the expected match risk (Reiter & Mitra 2009; "
-            "Hu 2019 §4)."
-        ]
-        if unc:
-            pr = st.get("posterior_replicates") or {}
-            header.append(("replicates", st.get("replicates")))
-            header.append(("posterior replicates R", self.file["n_replicates"]))
-            notes.append(
-                "MCSE: Monte Carlo standard error of the pooled value ("
-                + (pr.get("mc_method") or "jackknife") + "); replicate 2.5% / median / 97.5%: "
-                "the spread of the measure computed on one replicate at a time (it does not "
-                "shrink with R)."
-            )
-        return Summary(
-            "Identification disclosure risk",
-            header=header,
-            tables={"File-level measures": pd.DataFrame(rows)},
-            notes=notes,
-            warnings=self.structured_warnings,
-        )
-
-    def headline(self) -> str:
-        """The file-level figures in a few lines, as ``bayes-risk identification`` prints them:
-        the expected, true and false match rates, the posterior replicates' Monte Carlo error,
-        and what the intruder knew of a sampling design or a selection of records."""
-        s, st = self.file, self.settings
-        n, agg, m = int(s["n_targets"]), st["aggregation"], st["n_replicates"]
-        what = ("synthetic dataset(s)" if st["replicates"] == "released datasets"
-                else st["replicates"])
-        lines = [f"identification risk ({agg.replace('_', '-')}) of {m} {what}: "
-                 f"expected match rate {100 * s['expected_match_rate']:.3g} % = "
-                 f"{s['expected_match_risk']:.4g} of {n:,} targets (the expected match risk)",
-                 f"true match rate {100 * s['true_match_rate_targets']:.3g} % of the targets, "
-                 f"false match rate {100 * s['false_match_rate']:.3g} % of the unique matches "
-                 "(summary.json: fractions)"]
-        sampling = st.get("sampling")
-        if sampling:  # the probability that a target is in the released sample
-            lines.append(f"sampling with synthesis: {sampling['sample_size']:,} of the census's "
-                         f"{sampling['population_size']:,} units released (a target is in the "
-                         f"release with probability {sampling['sample_fraction']:.4g}); "
-                         f"membership {sampling['membership']}, counts: {sampling['counts']}")
-        if agg == "per_dataset" and m > 1:  # the smaller figure: the audit reads the larger
-            pooled = arg_name("aggregation", "'pooled'", cli="pooled")
-            lines.append(f"per dataset: the intruder holding one dataset; one holding all {m} "
-                         f"pools them ({pooled}, the default), which can give a higher risk")
-        if self.has_uncertainty:
-            lines.append(f"{m} posterior replicates; Monte Carlo standard error of the expected "
-                         f"match risk {s['mc_se']['expected_match_risk']:.3g} targets")
-        sel = st.get("selection")
-        if sel is not None:
-            lines.append(f"given the selection R ({sel['description']}): {sel['n_selected']:,} "
-                         f"of {sel['n_records']:,} records synthesized; "
-                         f"{sel['n_targets_selected']:,} of {sel['n_targets']:,} targets known "
-                         "to be selected, the others known to be released unchanged")
-        return "\n".join(lines)
-
+    # the words and the figures (bayes_risk.results._identification_summary, _plots)
+    summary = _words.summary
+    headline = _words.headline
     plot_kinds = ("record_risk", "per_dataset", "running_estimate")
-
-    @draws("record_risk")
-    def _plot_record_risk(self, ax: Any) -> Any:
-        """Histogram of the record-level identification risk ``IR`` of the targets."""
-        ir = np.asarray(self.record_IR, dtype=float)
-        ax.hist(ir[np.isfinite(ir)], bins=30)
-        ax.set(xlabel="record-level identification risk IR", ylabel="targets")
-        ax.set_title(f"Expected match risk {self.file.get('expected_match_risk', np.nan):.4g}")
-        return ax
-
-    @draws("per_dataset")
-    def _plot_per_dataset(self, ax: Any) -> Any:
-        """Expected match risk of each synthetic dataset (per-dataset aggregation)."""
-        if self.per_dataset is None:
-            raise ValidationError(
-                "kind='per_dataset' needs a result with aggregation='per_dataset'; this one "
-                "pools the datasets.",
-                code="RESULT_UNSUITED"
-            )
-        v = np.asarray(self.per_dataset["expected_match_risk"], dtype=float)
-        pos = np.arange(1, v.size + 1)
-        ax.plot(pos, v, "o-", lw=1, ms=4)
-        ax.axhline(float(np.nanmean(v)), color="k", ls="--", label="mean")
-        ax.set_xticks(pos)
-        ax.set(xlabel="synthetic dataset", ylabel="expected match risk (sum of IR)")
-        ax.legend(loc="best")
-        return ax
-
-    @draws("running_estimate")
-    def _plot_running_estimate(self, ax: Any) -> Any:
-        """Running pooled expected match risk by replicates, with its ±2 MCSE band."""
-        trace = self.file.get("mc_trace")
-        if not trace:
-            raise ValidationError(
-                "kind='running_estimate' needs a result computed with posterior replicates "
-                "(PosteriorReplicates); this one has no Monte Carlo trace.",
-                code="RESULT_UNSUITED"
-            )
-        R = np.asarray(trace["n_replicates"], dtype=float)
-        est = np.asarray(trace["expected_match_risk"], dtype=float)
-        se = np.nan_to_num(np.asarray(trace["mc_se"], dtype=float))
-        # Σ IR lies in [0, number of targets]: the ± 2 MCSE band is cut there
-        n_targets = self.file.get("n_targets")
-        lo = np.clip(est - 2 * se, 0.0, None)
-        hi = est + 2 * se if n_targets is None else np.clip(est + 2 * se, None, float(n_targets))
-        ax.fill_between(R, lo, hi, alpha=0.3,
-                        label="± 2 MCSE (jackknife), cut at the possible range")
-        ax.errorbar(R, est, yerr=np.vstack([est - lo, hi - est]), fmt="o-", ms=3, capsize=2,
-                    label="pooled estimate")
-        pr = self.settings.get("posterior_replicates", {})
-        warning = ""
-        if pr.get("n") == "auto":
-            tol = float(pr["mcse_tol"])
-            for sign in (-1, 1):
-                ax.axhline(est[-1] * (1 + sign * 2 * tol), ls=":", color="grey", lw=1,
-                           label="final ± 2 × tolerance" if sign < 0 else None)
-            if not pr.get("stopped_by_tolerance", True):
-                warning = (f"MCSE_NOT_REACHED: relative MCSE above {100 * tol:g} % at\n"
-                           f"R = {int(R[-1])}, the cap: the pooled figure is uncertain")
-        ax.set(xlabel="number of posterior replicates R", ylabel="expected match risk (targets)")
-        # whether the tolerance was reached is a warning beside the figure, not its title
-        ax.set_title(f"Running pooled estimate ({pr.get('view', '')} view, R = {int(R[-1])})",
-                     fontsize="medium")
-        legend_below(ax, ncols=1, warning=warning)
-        return ax
+    _plot_record_risk = _plots.record_risk
+    _plot_per_dataset = _plots.per_dataset
+    _plot_running_estimate = _plots.running_estimate
 
 
 @dataclass(frozen=True, repr=False)
@@ -605,66 +426,9 @@ class RadiusSweepResult(RiskResult):
             return "expected match risk of the intruder holding every dataset (pooled)"
         return f"{self.statistic} over the {m} datasets of each dataset's expected match risk"
 
-    def headline(self) -> str:
-        """The maximising radius in a line (a sweep), or a search's worst case with the
-        columns whose maximum lies at the largest radius searched (``RADIUS_AT_GRID_EDGE``)."""
-        if not self.search:
-            fixed = ", ".join(f"{c}={r:g}" for c, r in self.fixed_radii.items())
-            return (f"radius sweep: risk-maximising radius r* = {self.r_star} (varying "
-                    f"{', '.join(self.columns)}{'; fixed ' + fixed if fixed else ''}; "
-                    f"{self.definition})")
-
-        def at(r: Any) -> str:
-            return ", ".join(f"{c} exact" if x == 0 else f"{c}={x:g}"
-                             for c, x in zip(self.columns, np.atleast_1d(r), strict=True))
-
-        n = int(self.settings["n_targets"])
-        lines = [f"radius search (worst case over the radii of {', '.join(self.columns)}, "
-                 f"{self.search['points']} points): expected match risk {self.risk_star:.4g} of "
-                 f"{n:,} targets ({100 * self.risk_star / n:.3g} %) at {at(self.r_star)}; true "
-                 f"match rate {100 * self.tmr_star_value:.3g} % at {at(self.tmr_star)}; "
-                 f"{self.search_text()}"]
-        for fig, words in (("expected_match_risk", "expected match risk"),
-                           ("true_match_rate", "true match rate")):
-            if edge := self.at_edge(fig):
-                lines.append(f"RADIUS_AT_GRID_EDGE: the largest {words} lies at the largest "
-                             f"radius searched of {', '.join(edge)}: matching more loosely may "
-                             "give more (widen the radii searched)")
-        return "\n".join(lines)
-
-    def summary(self) -> Summary:
-        """Printable summary: the risk curve and the maximising radius."""
-        # the grid's points, and the refinement's where a maximum lies
-        rows = [i for i in range(len(self.risk_summary))
-                if i < self.grid_points or i in self.argmax or i in self.tmr_argmax]
-        tab = pd.DataFrame({
-            "radius": [self.labels()[i] for i in rows],
-            f"{self.statistic} expected match risk": self.risk_summary[rows],
-            "maximum": [i in self.argmax for i in rows],
-        })
-        r_star = self.r_star if self.common else ", ".join(
-            f"{c}={r:g}" for c, r in zip(self.columns, np.atleast_1d(self.r_star), strict=False))
-        fixed = self.fixed_radii
-        return Summary(
-            "Identification risk by radius",
-            header=[
-                ("radii varied", ", ".join(self.columns)
-                 + (" (one common radius)" if self.common and len(self.columns) > 1 else "")),
-                ("radii held fixed", ", ".join(f"{c}={r:g}" for c, r in fixed.items())
-                 or "none"),
-                ("radius type", self.settings.get("radius_type", "")),
-                ("risk per grid point", self.definition),
-                ("grid points", self.grid_points),
-                *([("search", self.search_text())] if self.search else []),
-                ("synthetic datasets", self.risk.shape[1]),
-                ("maximising radius r*", r_star),
-                ("risk at r*", self.risk_star),
-            ],
-            tables={"Risk curve": tab},
-            notes=["The maximising radius is the conservative value to report (Hornby & Hu "
-                   "2021 §4.1); ties at the maximum are all marked, r* is the smallest."],
-            warnings=self.structured_warnings,
-        )
+    # the words (bayes_risk.results._identification_summary)
+    headline = _words.sweep_headline
+    summary = _words.sweep_summary
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dictionary: ``summary.json`` of ``bayes-risk identification``."""
@@ -704,69 +468,9 @@ class RadiusSweepResult(RiskResult):
             return (6.5, 4.0 + 0.25 * len(self.columns))
         return (max(5.0, 0.8 * len(self.risk) + 2), 4.0)
 
-    @draws("profile")
-    def _plot_profile(self, ax: Any, rate_threshold: float | None = None,
-                      n_targets: int | None = None) -> Any:
-        """The risk against each column's radius, the other columns held where the risk is
-        largest (a per-column grid's profile through its maximum; a band over the datasets);
-        ``rate_threshold`` and ``n_targets``: as :meth:`_plot_box`."""
-        B = self.grid_points  # the grid's rows; a refinement's points follow them
-        grid = (np.atleast_2d(self.radii.T).T if self.common else self.radii)[:B]
-        summ = self.risk_summary[:B]
-        best = np.atleast_1d(self.r_star) if not self.common else np.full(
-            len(self.columns), float(self.r_star))
-        # the profiles pass through the grid's own maximum
-        g = int(np.flatnonzero(ties(summ, float(np.max(summ))))[0])
-        gbest = grid[g]
-        values = np.unique(grid)
-
-        def pos(v: float) -> float:  # the categorical axis, between its ticks off the grid
-            return float(np.interp(v, values, np.arange(len(values))))
-
-        for j, col in enumerate(self.columns):
-            others = [k for k in range(grid.shape[1]) if k != j]
-            on = np.all(np.isclose(grid[:, others], gbest[others]), axis=1) if others else \
-                np.ones(len(grid), bool)
-            idx = np.flatnonzero(on)
-            idx = idx[np.argsort(grid[idx, j])]
-            x = [pos(float(v)) for v in grid[idx, j]]
-            line, = ax.plot(x, summ[idx], "o-", ms=4, lw=1.2,
-                            label=f"{col} (the other columns where the grid's risk is largest)"
-                            if others else col)
-            if self.risk.shape[1] > 1:
-                ax.fill_between(x, self.risk[:B][idx].min(axis=1),
-                                self.risk[:B][idx].max(axis=1), color=line.get_color(),
-                                alpha=0.15, lw=0)
-        # every profile passes through the grid's maximum, at its own column's radius there
-        ax.scatter([pos(float(r)) for r in gbest], [float(summ[g])] * len(gbest), s=120,
-                   facecolors="none", edgecolors="C3", zorder=3)
-        if self.risk_star > float(summ[g]):  # found between the grid's points
-            ax.scatter([pos(float(r)) for r in best], [self.risk_star] * len(best), s=90,
-                       marker="*", color="C3", zorder=4,
-                       label="largest between the grid's points (each column's radius)")
-        pooled = self.settings.get("aggregation") == "pooled"
-        what = ("pooled over the datasets" if pooled
-                else f"{self.statistic} over the {self.risk.shape[1]} datasets")
-        ax.axhline(self.risk_star, color="C3", ls=":", lw=1,
-                   label=f"largest: {self.risk_star:.4g}")
-        if self.search_status in ("exact", "bounded"):
-            ax.axhline(self.bounds[0], color="0.4", ls="--", lw=0.8,
-                       label=("no radius gives more (exact)" if self.search_status == "exact"
-                              else f"bound between the points: {self.bounds[0]:.4g}"))
-        ax.set_xticks(range(len(values)))
-        ax.set_xticklabels(["exact" if v == 0 else f"{v:g}" for v in values])
-        rt = self.settings.get("radius_type", "")
-        ax.set_xlabel("radius, fraction of the value (0.1 = ±10 %)" if rt == "percentage"
-                      else "radius" + (f" ({rt})" if rt else ""))
-        ax.set_ylabel("expected match risk (targets, sum of IR)")
-        ax.set_ylim(bottom=0)
-        _rate_threshold(ax, rate_threshold, n_targets)
-        at = ", ".join(f"{c} {'exact' if r == 0 else f'{r:g}'}"
-                       for c, r in zip(self.columns, best, strict=True))
-        ax.set_title(f"Identification risk by radius ({what}):\nlargest at {at}",
-                     fontsize="medium")
-        legend_below(ax, ncols=1)
-        return ax
+    # the figures (bayes_risk.results._identification_plots)
+    _plot_profile = _plots.profile
+    _plot_box = _plots.box
 
     def indistinguishable(self, level: float = 0.95) -> list[int] | None:
         """The grid points whose risk cannot be told from the maximum's: the ``level`` t-interval of
@@ -782,58 +486,3 @@ class RadiusSweepResult(RiskResult):
         half = student_t.ppf(0.5 + level / 2, m - 1) * d.std(axis=1, ddof=1) / np.sqrt(m)
         return [i for i in range(B) if i != best and not d[i].mean() - half[i] > 0]
 
-    @draws("box")
-    def _plot_box(self, ax: Any, rate_threshold: float | None = None,
-                  n_targets: int | None = None) -> Any:
-        """Box plot of the expected match risk over datasets (Hornby & Hu 2021 Fig. 6), from 0;
-        with ``rate_threshold`` (per cent of the ``n_targets`` targets: the audit's
-        ``expected_match_rate``), the threshold in targets, and the rate on the right axis."""
-        pos = np.arange(1, len(self.risk) + 1)
-        ax.boxplot(list(self.risk), positions=pos, widths=0.6)
-        ax.plot(pos, self.risk_summary, "o-", color="C1", lw=1, ms=4,
-                label=f"{self.statistic} over the datasets")
-        for i in self.argmax:
-            ax.axvline(pos[i], color="C3", ls=":", lw=1)
-        ax.set_ylim(bottom=0)
-        _rate_threshold(ax, rate_threshold, n_targets)
-        ax.set_xticks(pos)
-        ax.set_xticklabels(
-            self.labels(),
-            rotation=0 if self.common else 45,
-            ha="center" if self.common else "right",
-        )
-        rt = self.settings.get("radius_type", "")
-        # a percentage radius is a fraction: 0.1 is ±10 %
-        ax.set_xlabel("radius, fraction of the value (0.1 = ±10 %)" if rt == "percentage"
-                      else "radius" + (f" ({rt})" if rt else ""))
-        ax.set_ylabel("expected match risk (targets, sum of IR)")
-        labels = self.labels()
-        best = labels[self.argmax[0]] if self.argmax else ""
-        same = self.indistinguishable()
-        m = self.risk.shape[1]
-        verdict = ("one dataset: no spread to judge it by" if same is None else
-                   f"above every other radius beyond the spread over the {m} datasets"
-                   if not same else
-                   "not distinguishable from the other radii (paired 95 % intervals)"
-                   if len(same) == len(labels) - 1 else
-                   f"not distinguishable from {', '.join(labels[i] for i in same)}")
-        ax.set_title(f"Identification risk by radius: largest {self.statistic} at {best},\n"
-                     f"{verdict}", fontsize="medium")
-        legend_below(ax)
-        return ax
-
-
-def _rate_threshold(ax: Any, rate: float | None, n_targets: int | None) -> None:
-    """On an axis of the expected match risk (targets): the audit's threshold of the expected
-    match rate (``rate``, per cent of the ``n_targets`` targets), in targets, and the rate on a
-    right axis, so that the figure reads in the verdict's unit too (issue 66)."""
-    if rate is None or not n_targets:
-        return
-    n = float(n_targets)
-    allowed = float(rate) / 100 * n
-    ax.axhline(allowed, color="#a51d2d", ls="--", lw=1.2,
-               label=f"threshold: expected match rate {rate:g} % ({allowed:,.4g} targets)")
-    right = ax.secondary_yaxis("right", functions=(lambda y: 100 * y / n,
-                                                   lambda p: p * n / 100))
-    right.set_ylabel("expected match rate (% of targets)")
-    ax.set_ylim(top=max(ax.get_ylim()[1], 1.1 * allowed))

@@ -11,8 +11,8 @@ import pandas as pd
 
 from bayes_risk._io import to_jsonable
 from bayes_risk.results._base import RiskResult, draws
+from bayes_risk.results._identification_summary import ID_MEASURES
 from bayes_risk.results._summary import Summary
-from bayes_risk.results.identification import ID_MEASURES
 
 __all__ = ["KnowledgeSweepResult", "SWEEP_MEASURES", "ATTRIBUTE_SWEEP_MEASURES",
            "SHAPLEY_MEASURES", "SWEEP_TABLES"]

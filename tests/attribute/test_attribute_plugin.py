@@ -665,7 +665,9 @@ def test_smoothed_plugin_standard_errors_match_seed_to_seed_spread():
     assert "mc_se_max" in res.records and set(res.records["flag_codes"]) <= {"", "MC_ERROR_HIGH"}
 
 
-def test_mc_error_flag_and_exact_plugins_report_zero():
+def _smoothed_income_release():
+    """300 CE-like records, their schema, a CART fit that smooths the synthesized ``Income``
+    and its two synthetic datasets (the release of the two tests of ``MC_ERROR_HIGH`` below)."""
     from bayes_risk.data import make_ce_like
 
     ce = make_ce_like(300, random_seed=2)
@@ -673,7 +675,11 @@ def test_mc_error_flag_and_exact_plugins_report_zero():
     smooth = cart_mod.CARTSynthesizer(smoothing=["Income"]).fit(
         ce, schema=sc, synthesized=["Income"], random_seed=1
     )
-    syn = list(smooth.synthesize(2, random_seed=2))
+    return ce, sc, smooth, list(smooth.synthesize(2, random_seed=2))
+
+
+def test_mc_error_flag_and_exact_plugins_report_zero():
+    ce, sc, smooth, syn = _smoothed_income_release()
     kw = dict(records=range(15), candidates="grid:additive:3000:9", progressbar=False)
     with pytest.warns(ImportanceSamplingWarning, match="records are flagged"):
         few = attribute_risk(ce, syn, model=CARTPlugin(smooth, ce, random_seed=1, n_bootstrap=4),
@@ -750,16 +756,10 @@ def test_more_plugin_replicates_flag_fewer_records():
     """``EstimatorSpec.plugin_replicates`` reaches the plug-in built from the synthesizer (the
     result records it), more replicates flag fewer records ``MC_ERROR_HIGH``, whose explanation
     names the setting; a plug-in built otherwise, or a model with no replicates, is refused."""
-    from bayes_risk.data import make_ce_like
     from bayes_risk.models import plugin_likelihood
     from bayes_risk.models.trees.random_forest import RandomForestSynthesizer
 
-    ce = make_ce_like(300, random_seed=2)
-    sc = infer_schema(ce, categorical=["Urban", "Marital", "Tenure"])
-    smooth = cart_mod.CARTSynthesizer(smoothing=["Income"]).fit(
-        ce, schema=sc, synthesized=["Income"], random_seed=1
-    )
-    syn = list(smooth.synthesize(2, random_seed=2))
+    ce, sc, smooth, syn = _smoothed_income_release()
     kw = dict(records=range(100), candidates="grid:additive:3000:9", progressbar=False)
     flagged, results = {}, {}
     for r in (100, None, 2000):  # None: the plug-in's default

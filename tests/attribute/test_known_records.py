@@ -30,7 +30,7 @@ from bayes_risk.attribute import (
 from bayes_risk.attribute.known_records import known_mask
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import NotSupportedError, ValidationError
-from bayes_risk.results.attribute import file_null
+from bayes_risk.results._attribute_null import file_null
 
 LEVELS = ["a", "b", "c"]
 ALPHA = np.full(3, 6.0)  # finite-variance weights for every known set (see the test)

@@ -14,7 +14,7 @@ from bayes_risk.attribute import EstimatorSpec, ScenarioSpec, attribute_known_sw
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models import ArrayModel
-from bayes_risk.results.attribute import file_null
+from bayes_risk.results._attribute_null import file_null
 from bayes_risk.results.knowledge import ATTRIBUTE_SWEEP_MEASURES, KnowledgeSweepResult
 
 COLS = ["a", "b", "c"]

@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 from bayes_risk.attribute.null import NULL_COLUMNS, record_nulls
-from bayes_risk.results.attribute import CandidateSet, bayes_factor, file_null, null_reading
+from bayes_risk.results._attribute_null import file_null, null_reading
+from bayes_risk.results.attribute import CandidateSet, bayes_factor
 
 
 def _star_values(truth: tuple[int, ...], d: tuple[int, ...]) -> np.ndarray:
@@ -163,8 +164,6 @@ def test_the_range_of_the_mean_p_true_holds_95_percent_of_simulated_files(case):
     approximation's error; the Monte Carlo error is 0.11 %), and the range stays within
     [0, 1]. The normal range fails both: below 0 for the second case, and 3.5 % and 3.8 % of
     the files above it."""
-    from bayes_risk.results.attribute import file_null
-
     rng = np.random.default_rng([7, len(case)])
     n, sims = 300, 20_000
     a, b = rng.uniform(0.03, 0.1, n), rng.uniform(5, 15, n)

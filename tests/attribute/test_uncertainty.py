@@ -217,3 +217,25 @@ def test_a_degenerate_interval_is_said_to_be_one():
     tab = mc_table(mc).set_index("figure")["MC interval 90 %"]
     assert tab["mean_p_true"] == "[4.5, 6.1]"
     assert tab["prop_evidence"] == "10 in ≥ 90 % of replicates (degenerate)"
+
+
+def test_the_interval_key_is_made_and_read_in_one_module():
+    """``mc_interval_<level>`` is written by ``mc_interval_key`` and read by ``mc_interval``
+    (issue 87: the engine, the result's table and the audit's line and block each spelt it):
+    a level other than 0.9 reaches the table under its own name, and no other module of the
+    package has the key's prefix as a string (docstrings name it in backquotes)."""
+    from pathlib import Path
+
+    import bayes_risk
+    from bayes_risk.results._attribute_mc import mc_interval, mc_interval_key, mc_table
+
+    res = _run(60, bootstrap=40)
+    mc = file_uncertainty(res, level=0.8)
+    assert mc_interval_key(0.8) == "mc_interval_80" in mc
+    level, intervals = mc_interval(mc)
+    assert level == 80 and intervals == mc["mc_interval_80"]
+    assert mc_interval({"value": {}}) == (None, {})
+    assert "MC interval 80 %" in mc_table(mc)
+    root = Path(bayes_risk.__file__).parent
+    spelt = sorted(p.name for p in root.rglob("*.py") if "\"mc_interval_" in p.read_text("utf-8"))
+    assert spelt == ["_attribute_mc.py"], spelt

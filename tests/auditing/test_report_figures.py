@@ -277,7 +277,7 @@ def test_the_khat_figure_draws_what_the_rule_flags(n):
     import numpy as np
     from matplotlib.figure import Figure
 
-    from bayes_risk.results import attribute as attr
+    from bayes_risk.results._attribute_plots import KHAT_SCATTER_MAX
 
     rng = np.random.default_rng(1)
     k = rng.gamma(4, 0.08, n)
@@ -300,7 +300,7 @@ def test_the_khat_figure_draws_what_the_rule_flags(n):
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert any(t.startswith("flagged KHAT_HIGH: p_true may move more (3)") for t in labels)
     assert f"above, not flagged: p_true moves by less than 0.01 ({high.size - 3:,})" in labels
-    if n <= attr.KHAT_SCATTER_MAX:
+    if n <= KHAT_SCATTER_MAX:
         red = [ln for ln in ax.get_lines() if ln.get_color() == "#c0392b"]
         assert len(red) == 1 and sorted(red[0].get_xdata()) == sorted(flagged)
         assert 0.64 in _hlines(ax)

@@ -20,7 +20,9 @@ from bayes_risk.auditing.verdict_base import (
     mass_words,
     pct,
 )
-from bayes_risk.results.attribute import EVIDENCE_FACTOR, null_reading
+from bayes_risk.results._attribute_mc import mc_interval
+from bayes_risk.results._attribute_null import null_reading
+from bayes_risk.results.attribute import EVIDENCE_FACTOR
 
 #: the warning codes that question each of the step's verdict lines (Measure.caveats); a
 #: line names those its measure raised
@@ -41,9 +43,8 @@ def attribute_line(plan: AuditPlan, a: StepOutcome, key: str, measure: str,
     n = int(s.get("n_records") or 0)
     # the draw bootstrap's Monte Carlo interval of the pooled figure
     mc = s.get("mc_uncertainty") or {}
-    name = next((k for k in mc if k.startswith("mc_interval_")), None)
-    share = mc[name].get(key) if name else None
-    level = name.rsplit('_', 1)[1] if name else ""
+    level, intervals = mc_interval(mc)
+    share = intervals.get(key)
     if share is not None and np.all(np.isfinite(np.asarray(share, dtype=float))):
         interval = (f"{level} % Monte Carlo interval {pct(share[0]):.3g}–{pct(share[1]):.3g} % "
                     f"(draw bootstrap, {mc['bootstrap']} replicates); ")
@@ -51,7 +52,7 @@ def attribute_line(plan: AuditPlan, a: StepOutcome, key: str, measure: str,
             interval = (f"no {level} % Monte Carlo interval of any width: at least {level} % "
                         f"of the {mc['bootstrap']} draw-bootstrap replicates give "
                         f"{pct(share[0]):.3g} % (a degenerate interval: the Monte Carlo error "
-                        f"changes the share in fewer than {100 - int(level)} % of them); ")
+                        f"changes the share in fewer than {100 - level} % of them); ")
     elif (a.result.settings or {}).get("estimator") == "plugin":
         # the plug-in has no posterior draws (MC_ERROR_HIGH flags records instead)
         interval = ("no posterior draws to bootstrap (plug-in likelihood of the release's "

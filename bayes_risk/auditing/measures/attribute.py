@@ -57,13 +57,11 @@ from bayes_risk.auditing.report_blocks import (
 )
 from bayes_risk.auditing.verdict_base import Baseline, Verdict, caused
 from bayes_risk.exceptions import arg_name
+from bayes_risk.results._attribute_mc import mc_interval
+from bayes_risk.results._attribute_null import null_table
 from bayes_risk.results._base import plot_figure
 from bayes_risk.results._format import format_number
-from bayes_risk.results.attribute import (
-    EVIDENCE_FACTOR,
-    AttributeRiskResult,
-    null_table,
-)
+from bayes_risk.results.attribute import EVIDENCE_FACTOR, AttributeRiskResult
 from bayes_risk.warning_codes import message
 
 
@@ -458,8 +456,7 @@ def _known_curve_blocks(sec: Section, s: Any, links: Links) -> None:
 
 def _mc_block(mc: dict[str, Any], links: Links, src: str | None) -> Block:
     """The draw bootstrap's Monte Carlo error of the attribute figures, rates in per cent."""
-    key = next(k for k in mc if k.startswith("mc_interval_"))
-    level = key.rsplit("_", 1)[1]
+    level, intervals = mc_interval(mc)
     names = {"mean_p_true": "mean p_true", "prop_top": "share ranked first",
              "p_true_q25": "p_true, 25th percentile over the records",
              "p_true_q50": "p_true, median over the records",
@@ -470,10 +467,10 @@ def _mc_block(mc: dict[str, Any], links: Links, src: str | None) -> Block:
     rows = []
     for f, v in mc["value"].items():
         cell = links.num if f.startswith("rank") else links.pct
-        lo, hi = mc[key][f]
+        lo, hi = intervals[f]
         rows.append([Span(names.get(f, f) + ("" if f.startswith("rank") else " (%)")),
                      cell(v, src), cell(mc["mc_se"][f], src),
-                     [cell(lo, src), Span(" in at least " + level + " % of the replicates "
+                     [cell(lo, src), Span(f" in at least {level} % of the replicates "
                                           "(degenerate)")] if lo == hi else
                      [cell(lo, src), Span(" – "), cell(hi, src)]])
     return rows_block(["figure", "value", "MCSE", f"{level} % Monte Carlo interval"], rows,
