@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import time
 from abc import abstractmethod
+from statistics import NormalDist
 from typing import Any, NamedTuple
 
 import numpy as np
-from scipy.stats import norm
 
 from bayes_risk.attribute.chains import chain_estimates
 from bayes_risk.attribute.diagnostics import pareto_khat, tail_size
@@ -96,7 +96,7 @@ def mc_bounds(loglik: np.ndarray, mc_se: np.ndarray, level: float = MC_LEVEL
     j = int(np.count_nonzero(err))
     if not j:
         return {}
-    z = float(norm.isf((1 - level) / (2 * j)))
+    z = NormalDist().inv_cdf(1 - (1 - level) / (2 * j))
     with np.errstate(invalid="ignore"):  # -inf stays -inf
         return {"loglik_lo": loglik - z * err, "loglik_hi": loglik + z * err}
 
