@@ -36,6 +36,13 @@ class AttributeRun:
     known_curve: Any = None
     estimator: Any = None
 
+    def text_lines(self) -> list[str]:
+        """The run in lines of words (``bayes-risk attribute`` prints them): the result's
+        headline, the knowledge sweep's line and the curve's headline (those computed)."""
+        return [*self.result.headline().splitlines(),
+                *(p.text_line() for p in (self.known_sweep,) if p is not None),
+                *(p.headline() for p in (self.known_curve,) if p is not None)]
+
 
 def attribute_run(
     original: Any,

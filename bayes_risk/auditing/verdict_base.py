@@ -94,6 +94,35 @@ class Verdict:
         """The measure's name without its qualifiers (the report's first sentence)."""
         return short_name(self.measure)
 
+    def text_lines(self) -> list[str]:
+        """The line in words (``bayes-risk audit`` prints it): the value against the threshold,
+        its spread and warnings; past the threshold, the first clause of its cause and each
+        remedy up to its details."""
+        u = f" {self.unit}" if self.unit else ""
+        out = [f"{_STATUS_WORD[self.status]}  {self.measure}: {self.value:.4g}{u} (threshold "
+               f"{'<=' if self.direction == 'max' else '>='} {self.threshold:g}{u}; "
+               f"{self.spread})" + (f" [warning: {', '.join(self.warnings)}]"
+                                    if self.warnings else "")
+               + (f" [not measured on this release: {self.carried}]" if self.carried else "")]
+        if self.cause:
+            out += [f"    cause: {_first_clause(self.cause)}", "    remedies: " + "; ".join(
+                re.split(r" \(|, so|: ", r)[0] for r in self.remedies)]
+        return out
+
+
+#: a verdict line's status as its text opens (aligned)
+_STATUS_WORD = {"exceeds": "EXCEEDS", "caution": "caution", "within": "within "}
+
+
+def _first_clause(text: str) -> str:
+    """``text`` up to its first "; " outside parentheses (the line's short cause)."""
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and text.startswith("; ", i):
+            return text[:i]
+    return text
+
 
 def pct(x: Any) -> float:
     return float(x) * 100
@@ -150,6 +179,11 @@ class Baseline:
     code: str = "RELEASE_INDEPENDENT"
     #: "%" for rates (value and threshold in per cent), as on the verdict lines
     unit: str = ""
+
+    def text_line(self) -> str:
+        """The baseline in words (``bayes-risk audit`` prints it)."""
+        return (f"baseline {self.measure}: {self.value:.4g}{' ' + self.unit if self.unit else ''}"
+                f" ({self.why})")
 
 
 def mass_words(regime: dict[str, Any]) -> str:

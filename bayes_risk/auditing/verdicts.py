@@ -16,7 +16,7 @@ from bayes_risk.exceptions import ValidationError
 from bayes_risk.measures import measures
 
 __all__ = ["Baseline", "CAVEATS",  # noqa: F822 - CAVEATS: __getattr__ below
-           "Verdict", "verdict_lines", "verdict_steps"]
+           "Verdict", "verdict_lines", "verdict_steps", "text_lines"]
 
 
 def __getattr__(name: str) -> Any:
@@ -75,3 +75,24 @@ def _check_threshold(measure: str, v: Verdict | Baseline, sides: dict[str, str])
         raise ValidationError(f"measure {measure!r}: its line {v.measure!r} reads the "
                               f"threshold {name!r} as {v.direction!r}; the threshold is "
                               f"declared {sides[name]!r}.", code="MEASURE_BROKEN")
+
+
+def text_lines(result: Any) -> list[str]:
+    """An audit's verdict in lines of words (``bayes-risk audit`` prints them): the verdict,
+    each line (:meth:`Verdict.text_lines`), the failed convergence checks, the baselines and
+    the steps that did not run, of the ``AuditResult`` ``result``."""
+    lines = [f"audit of {result.plan.n_records:,} records, m = {result.plan.m}: "
+             + result.verdict_text, *(ln for v in result.verdicts for ln in v.text_lines())]
+    checks = result.convergence_checks
+    if checks:
+        from bayes_risk.models._bayesian.convergence import checks_headline
+
+        # the verdict lines name LOW_ESS / RHAT_HIGH; this names the fit, quantity and value
+        steps = ", ".join(dict.fromkeys(c["step"] for c in checks))
+        lines.append(f"convergence FAILED ({steps} step): "
+                     + checks_headline(checks, where="summary.json"))
+    if result.baselines:
+        lines += ["baseline of the original (cannot depend on the release; not a verdict) "
+                  "[RELEASE_INDEPENDENT]:", *(f"  {b.text_line()}" for b in result.baselines)]
+    return lines + [f"{s.title}: {s.status} — {s.reason}" for s in result.steps
+                    if s.status != "ran"]

@@ -21,7 +21,7 @@ __all__ = [
     "schema_from_args",
     "release_schema", "add_dask_arguments", "dask_client", "dask_kwargs",
     "add_input_arguments", "add_run_arguments", "inputs_summary", "check_max_size",
-    "known_sweep_line", "write_run", "read_model", "read_holdout", "run_seed", "parse_radius",
+    "write_run", "read_model", "read_holdout", "run_seed", "parse_radius",
     "parse_numbers", "parse_one_or_pairs",
 ]
 
@@ -493,12 +493,6 @@ def check_max_size(args: argparse.Namespace) -> None:
     from bayes_risk._lattice import check_max_size as check
 
     check(args.max_size, args.known_sweep, "known_sweep")
-
-
-def known_sweep_line(ksweep: Any) -> str:
-    """A knowledge sweep's line of the printed summary."""
-    return (f"knowledge sweep over {len(ksweep.table)} subsets of "
-            f"{', '.join(ksweep.candidates)}: {ksweep.headline()}")
 
 
 def read_model(args: argparse.Namespace, original: pd.DataFrame) -> Any:

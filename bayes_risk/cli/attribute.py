@@ -12,7 +12,6 @@ from bayes_risk.cli._common import (
     dask_client,
     dask_kwargs,
     inputs_summary,
-    known_sweep_line,
     parse_records,
     read_inputs,
     write_run,
@@ -246,17 +245,14 @@ def run(args: argparse.Namespace) -> int:
                          **({} if args.known_records is None
                             else {"known_records": args.known_records})),
     }
-    lines = result.headline().splitlines()
     # records.csv with its index: column "record" (or "pair")
     tables: dict[str, Any] = {"records.csv": result.to_dataframe().to_csv}
     figures = {name: (result, kind) for kind, name, _ in ATTRIBUTE_FIGURES}
     if ksweep is not None:
         more_tables, more_figures = ksweep.files()
         tables, figures = {**tables, **more_tables}, {**figures, **more_figures}
-        lines.append(known_sweep_line(ksweep))
     if curve is not None:
         tables["known_curve.csv"] = curve.table
         figures["known_curve.png"] = (curve, "curve")
-        lines.append(curve.headline())
-    write_run(args, lines, summary, tables=tables, figures=figures)
+    write_run(args, parts.text_lines(), summary, tables=tables, figures=figures)
     return 0

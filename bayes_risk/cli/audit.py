@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import re
 from pathlib import Path
 
 __all__ = ["run"]
@@ -11,8 +10,6 @@ __all__ = ["run"]
 #: the zip of the audit folder written beside the report, which the report names as the file
 #: to send (the report's links are relative: report.html alone keeps its numbers, not its links)
 BUNDLE = "report.zip"
-
-_LINE_STATUS = {"exceeds": "EXCEEDS", "caution": "caution", "within": "within "}
 
 
 def _before(args: argparse.Namespace) -> dict | None:
@@ -37,6 +34,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the audit into the output folder and print the verdict lines."""
     from bayes_risk._specs import spec_values
     from bayes_risk.auditing import AuditSettings, Thresholds, audit
+    from bayes_risk.auditing.verdicts import text_lines
     from bayes_risk.cli._common import (
         dask_client,
         parse_radius,
@@ -76,47 +74,10 @@ def run(args: argparse.Namespace) -> int:
         done.append(res)
         res.to_html(tmp / "report.html", bundle=BUNDLE)
         res.to_markdown(tmp / "report.md", bundle=BUNDLE)
-    lines = [f"audit of {res.plan.n_records:,} records, m = {res.plan.m}: "
-             + res.verdict_text]
-    for v in res.verdicts:
-        sign = "<=" if v.direction == "max" else ">="
-        u = f" {v.unit}" if v.unit else ""
-        lines.append(f"{_LINE_STATUS[v.status]}  {v.measure}: "
-                     f"{v.value:.4g}{u} (threshold {sign} {v.threshold:g}{u}; {v.spread})"
-                     + (f" [warning: {', '.join(v.warnings)}]" if v.warnings else "")
-                     + (f" [not measured on this release: {v.carried}]"
-                        if v.carried else ""))
-        if v.cause:  # short: the first clause of the cause, each remedy up to its details
-            lines.append(f"    cause: {_first_clause(v.cause)}")
-            lines.append("    remedies: " + "; ".join(re.split(r" \(|, so|: ", r)[0]
-                                                     for r in v.remedies))
-    checks = res.convergence_checks
-    if checks:
-        from bayes_risk.models._bayesian.convergence import checks_headline
-
-        # the verdict lines name LOW_ESS / RHAT_HIGH; this names the fit, quantity and value
-        steps = ", ".join(dict.fromkeys(c["step"] for c in checks))
-        lines.append(f"convergence FAILED ({steps} step): "
-                     + checks_headline(checks, where="summary.json"))
-    if res.baselines:
-        lines.append("baseline of the original (cannot depend on the release; not a verdict) "
-                     "[RELEASE_INDEPENDENT]:")
-        lines += [f"  baseline {b.measure}: {b.value:.4g}{' ' + b.unit if b.unit else ''} "
-                  f"({b.why})" for b in res.baselines]
-    lines += [f"{s.title}: {s.status} — {s.reason}" for s in res.steps if s.status != "ran"]
+    lines = text_lines(res)
     lines.append(f"report: {Path(args.out) / 'report.html'} (and report.md; to send it, send "
                  f"{Path(args.out) / BUNDLE}: the report with every file it links to)")
     print_summary(lines, args.out)
     # a step that failed (not on the input: that is an error, exit 2) leaves the audit
     # incomplete: the report is written, and the exit status says so
     return 0 if res.complete else 1
-
-
-def _first_clause(text: str) -> str:
-    """``text`` up to its first "; " outside parentheses (the headline's short cause)."""
-    depth = 0
-    for i, ch in enumerate(text):
-        depth += (ch == "(") - (ch == ")")
-        if depth == 0 and text.startswith("; ", i):
-            return text[:i]
-    return text

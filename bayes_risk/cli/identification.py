@@ -10,7 +10,6 @@ from typing import Any
 from bayes_risk.cli._common import (
     check_max_size,
     inputs_summary,
-    known_sweep_line,
     parse_numbers,
     parse_radius,
     write_run,
@@ -167,13 +166,10 @@ def run(args: argparse.Namespace) -> int:
             out[name] = part.to_dict()
     out["inputs"] = inputs_summary(args, **({"targets": str(args.targets)} if args.targets
                                             else {}))
-    lines = [*res.headline().splitlines(),
-             *(p.headline() for p in (run.search, run.sweep) if p is not None)]
+    lines = run.text_lines()
     if recorded:  # a selection rule the manifest records and --selection leaves unused
         lines.append("the release's manifest records why records were selected for synthesis: "
                      "--selection release gives the risk for the intruder who knows it")
-    if run.known_sweep is not None:
-        lines.append(known_sweep_line(run.known_sweep))
     tables, figures = run.files(records=args.records_output)
     write_run(args, lines, out, figures=figures, dpi=120, tables={
         name: functools.partial(write_csv, t) if name in LARGE_TABLES else t

@@ -58,6 +58,14 @@ class IdentificationRun:
         """The result a verdict reads: at the maximising radii when they were run."""
         return self.at_r_star if self.at_r_star is not None else self.result
 
+    def text_lines(self) -> list[str]:
+        """The run in lines of words (``bayes-risk identification`` prints them): the result's
+        headline, then those of the radius search and sweep and the knowledge sweep's line
+        (those computed)."""
+        return [*self.result.headline().splitlines(),
+                *(p.headline() for p in (self.search, self.sweep) if p is not None),
+                *(p.text_line() for p in (self.known_sweep,) if p is not None)]
+
     def files(self, *, records: str = "per-target") -> tuple[dict[str, pd.DataFrame],
                                                               dict[str, tuple[Any, str]]]:
         """The run's tables (file name -> DataFrame) and figures (file name -> (result, plot

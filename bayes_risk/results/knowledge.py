@@ -172,6 +172,11 @@ class KnowledgeSweepResult(RiskResult):
                 f"to {top[f'{m}_without']:.4g}"
                 + (f" ({100 * share:.1f}% of it)." if np.isfinite(share) else "."))
 
+    def text_line(self) -> str:
+        """The sweep in one line (the commands print it): its subsets, then :meth:`headline`."""
+        return (f"knowledge sweep over {len(self.table)} subsets of "
+                f"{', '.join(self.candidates)}: {self.headline()}")
+
     def summary(self) -> Summary:
         """Printable summary: the frontier, the drivers and the top levels."""
         m = self.measure

@@ -72,11 +72,15 @@ def test_known_curve_cli(saved, tmp_path, capsys):
     out = tmp_path / "curve"
     status, cap = _cli(["attribute", "--model", str(root / "model"), str(root / "orig.csv"),
                         str(root / "syn"), "--known-curve", "1", "0.5", "--estimator", "is",
-                        "--bootstrap", "0", "--records", "0-9", "--quiet", "--out", str(out)],
+                        "--bootstrap", "0", "--records", "0-9", "--out", str(out)],
                        tmp_path, capsys)
     assert status == 0, cap.err
     tab = pd.read_csv(out / "known_curve.csv")
     assert tab["known_fraction"].tolist() == [0.5, 1.0]
+    # the run's lines (AttributeRun.text_lines): the result's headline, then the curve's
+    printed = [ln.strip() for ln in cap.out.splitlines()]
+    assert printed[0].startswith("attribute risk of 10 records")
+    assert printed[-2].startswith("risk by the share of other records known: 0.5: mean p_true")
     assert (out / "known_curve.png").is_file()
     # share 1 is the worst case: the command's own run
     rec = pd.read_csv(out / "records.csv")

@@ -391,13 +391,18 @@ def test_cli_per_dataset_says_it_is_the_smaller_intruder(files, tmp_path, capsys
 
 
 @pytest.mark.filterwarnings("ignore::bayes_risk.exceptions.DataWarning")
-def test_cli_known_sweep(files, tmp_path):
+def test_cli_known_sweep(files, tmp_path, capsys):
     y, paths = files
     out = tmp_path / "ks"
-    rc = _main(["identification", *map(str, paths), *BASE,
+    rc = _main(["identification", *map(str, paths), *BASE[:-1],  # not --quiet: the lines
                 "--known-sweep", "Age", "Urban", "Marital", "Income", "--max-size", "2",
                 "--out", str(out)])
     assert rc == 0
+    # the run's lines (IdentificationRun.text_lines): the result's headline, the sweep's line
+    printed = [ln.strip() for ln in capsys.readouterr().out.splitlines()]
+    assert printed[0].startswith("identification risk (pooled) of")
+    assert printed[-2].startswith("knowledge sweep over 16 subsets of Age, Urban, Marital, "
+                                  "Income: Withholding ")
     tab = pd.read_csv(out / "known_sweep.csv")
     # every subset up to 2 (1 + 4 + 6), the full set minus one (4), the full set; the greedy
     # path adds nothing beyond them at four candidates
