@@ -72,9 +72,10 @@ def log_ndtr_diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return lb + np.log1p(-np.exp(la - lb))
 
 
-def _rounding_interval(z: np.ndarray, lo: float, hi: float, decimals: int,
-                       integer_output: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Interval ``[a, b]`` of kernel draws in ``[lo, hi]`` released (rounded) as ``z``."""
+def _rounding_interval(z: np.ndarray, lo: float | np.ndarray, hi: float | np.ndarray,
+                       decimals: int, integer_output: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Interval ``[a, b]`` of kernel draws in ``[lo, hi]`` released (rounded) as ``z``; ``lo``
+    and ``hi`` may be ``[K, 1]`` arrays (``K`` supports: ``[K, n_z]`` intervals)."""
     step = 10.0 ** (-decimals)
     tol = 1e-6 * step
     half = 0.5 * step
@@ -84,16 +85,18 @@ def _rounding_interval(z: np.ndarray, lo: float, hi: float, decimals: int,
     a = np.where(interior, np.maximum(z - half, lo), np.inf)
     b = np.where(interior, np.minimum(z + half, hi), -np.inf)
     kl = np.round(lo / step)
-    if kl * step < lo - tol:  # draws in [lo, (kl + 1/2) step) round below lo and are clipped up
-        z_lo = float(np.round(lo)) if integer_output else lo
-        hit = np.abs(z - z_lo) <= tol
+    below = kl * step < lo - tol
+    if np.any(below):  # draws in [lo, (kl + 1/2) step) round below lo and are clipped up
+        z_lo = np.round(lo) if integer_output else lo
+        hit = below & (np.abs(z - z_lo) <= tol)
         a = np.where(hit, np.minimum(a, lo), a)
-        b = np.where(hit, np.maximum(b, min((kl + 0.5) * step, hi)), b)
+        b = np.where(hit, np.maximum(b, np.minimum((kl + 0.5) * step, hi)), b)
     kh = np.round(hi / step)
-    if kh * step > hi + tol:
-        z_hi = float(np.round(hi)) if integer_output else hi
-        hit = np.abs(z - z_hi) <= tol
-        a = np.where(hit, np.minimum(a, max((kh - 0.5) * step, lo)), a)
+    above = kh * step > hi + tol
+    if np.any(above):
+        z_hi = np.round(hi) if integer_output else hi
+        hit = above & (np.abs(z - z_hi) <= tol)
+        a = np.where(hit, np.minimum(a, np.maximum((kh - 0.5) * step, lo)), a)
         b = np.where(hit, np.maximum(b, hi), b)
     return a, b
 
@@ -132,19 +135,32 @@ def kernel_log_terms(z: np.ndarray, centres: np.ndarray, h: float, lo: float, hi
             tol = 1e-9 * np.maximum(1.0, np.abs(z))[:, None]
         hit = np.abs(z[:, None] - out[None, :]) <= tol
         return np.where(hit, 0.0, -np.inf), np.zeros(b.size)
+    return smooth_log_terms(z, b, h, lo, hi, decimals, integer_output)
+
+
+def smooth_log_terms(z: np.ndarray, b: np.ndarray, h: float, lo: float | np.ndarray,
+                     hi: float | np.ndarray, decimals: int | None,
+                     integer_output: bool) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`kernel_log_terms` of a support that smooths (``lo < hi``, ``h > 0``), for one
+    support (``b [n]``: ``[n_z, n]``, ``[n]``) or ``K`` at once (``b [K, n]``, ``lo`` and ``hi``
+    ``[K]``: ``[K, n_z, n]``, ``[K, n]``), each entry computed as for its support alone."""
+    if np.ndim(lo):
+        lo = np.asarray(lo, dtype=np.float64)[:, None]
+        hi = np.asarray(hi, dtype=np.float64)[:, None]
     log_m = log_ndtr_diff((lo - b) / h, (hi - b) / h)
+    zc, bc = z[:, None], b[..., None, :]
     if decimals is None:
-        zk = (z[:, None] - b[None, :]) / h
+        zk = (zc - bc) / h
         log_k = -0.5 * zk**2 - 0.5 * np.log(2 * np.pi) - np.log(h)
         inside = (z >= lo) & (z <= hi)
-        return np.where(inside[:, None], log_k, -np.inf), log_m
+        return np.where(inside[..., None], log_k, -np.inf), log_m
     a, top = _rounding_interval(z, lo, hi, decimals, integer_output)
     empty = ~(a < top)
     a = np.where(empty, lo, a)
     top = np.where(empty, hi, top)
     with np.errstate(divide="ignore", invalid="ignore"):
-        log_k = log_ndtr_diff((a[:, None] - b[None, :]) / h, (top[:, None] - b[None, :]) / h)
-    return np.where(empty[:, None], -np.inf, log_k), log_m
+        log_k = log_ndtr_diff((a[..., None] - bc) / h, (top[..., None] - bc) / h)
+    return np.where(empty[..., None], -np.inf, log_k), log_m
 
 
 def truncated_kde_logpdf(x: np.ndarray | float, b: Sequence[float], h: float, lo: float, hi: float,

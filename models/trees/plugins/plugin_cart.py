@@ -26,6 +26,7 @@ from bayes_risk.models.trees.plugins._plugin_terms import (
     mc_log_var,
     mc_node_loglik,
     mc_node_loglik_extra,
+    mc_node_loglik_many,
 )
 
 __all__ = ["CARTPlugin", "DonorTrees"]
@@ -37,6 +38,9 @@ EXACT_FACTOR = 4
 # candidate-node entries per slab of records in the batched likelihood (about 40 MB of
 # [m, entries] float arrays at m = 5)
 _SLAB_ROWS = 1 << 17
+# log-kernel entries (candidate × synthetic value × donor) of the widened nodes computed at once
+# (a few MB of float arrays)
+_WIDENED_ENTRIES = 1 << 18
 
 
 class PluginBase:
@@ -628,8 +632,26 @@ class CARTPlugin(PluginBase):
             lk_x, lm_x = terms(extras[inner], lo, hi)
             out[inner], lfs[inner] = mc_node_loglik_extra(d, lk_x.T, lm_x, zw,
                                                           return_terms=True)
-        for k in np.flatnonzero(~inner):
-            out[k], lfs[k] = full(np.append(donors, extras[k]), counts)
+        outer = np.flatnonzero(~inner)
+        if not h > 0:
+            for k in outer:
+                out[k], lfs[k] = full(np.append(donors, extras[k]), counts)
+        elif outer.size and decimals is None and atom_hit(zu, atoms):
+            out[outer], lfs[outer] = -np.inf, -np.inf
+        else:
+            # x outside [min D, max D] widens the support to take it in, which changes every
+            # donor's term: the nodes D ∪ {x} of a slab of such x at once, each computed as alone
+            from bayes_risk.models.trees.cart_leaf import smooth_log_terms
+
+            step = max(1, _WIDENED_ENTRIES // max(zu.size * (n_d + 1), 1))
+            for a in range(0, outer.size, step):
+                k = outer[a:a + step]
+                x = extras[k]
+                centres = np.concatenate([np.broadcast_to(donors, (x.size, n_d)), x[:, None]],
+                                         axis=1)
+                lk, lm = smooth_log_terms(zu, centres, h, np.minimum(lo, x), np.maximum(hi, x),
+                                          decimals, self._rounding[col][1])
+                out[k], lfs[k] = mc_node_loglik_many(counts[0], lk, lm, zw, log_w=counts[1])
         return out, lfs
 
     def _smoothed_loglik(self, li: int, ci: int, col: str, pos: int, old: set[int],
