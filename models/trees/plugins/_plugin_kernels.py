@@ -12,8 +12,8 @@ import math
 import numba as _nb
 import numpy as np
 
-__all__ = ["extra_base", "extra_block", "log_mean_exp_rows", "log_var_rows", "node_lf",
-           "node_lf_many"]
+__all__ = ["difference_var", "extra_base", "extra_block", "log_mean_exp_rows", "log_var_rows",
+           "node_lf", "node_lf_many"]
 
 
 @_nb.njit(cache=True, nogil=True)
@@ -205,4 +205,43 @@ def log_var_rows(rows, lf_b, has_b, paired):  # pragma: no cover - compiled
             out[g] = _var(ua) / R
         else:
             out[g] = (_var(ua) + _var(ub)) / R
+    return out
+
+
+@_nb.njit(cache=True, nogil=True)
+def _side_var(lf, exact, same, ub, ok_b, own_t):  # pragma: no cover - compiled
+    """Variances of one side's rows of :func:`difference_var`."""
+    n, R = lf.shape
+    out = np.zeros(n)
+    ua = np.empty(R)
+    for i in range(n):
+        if same:
+            if not exact and _rel_weights(lf[i], ua) and ok_b:
+                for r in range(R):
+                    ua[r] = ua[r] - ub[r]
+                out[i] = _var(ua) / R
+        else:
+            v = _var(ua) / R if not exact and _rel_weights(lf[i], ua) else 0.0
+            out[i] = v + own_t
+    return out
+
+
+@_nb.njit(cache=True, nogil=True)
+def difference_var(lf0, exact0, lf1, exact1, row, inside, g0):  # pragma: no cover - compiled
+    """``[G]`` variances of each candidate's node term less the truth's (``g0``): the rows of
+    replicate terms without (``lf0``) and with (``lf1``) the candidate's value, ``row`` each
+    candidate's row of its side (``inside``); paired on the truth's side, the two terms'
+    variances added across it; an exact side has none (:func:`log_var_rows` each)."""
+    t_side = inside[g0]
+    truth = lf1[row[g0]] if t_side else lf0[row[g0]]
+    R = truth.shape[0]
+    ub = np.empty(R)
+    ok_b = _rel_weights(truth, ub)
+    t_exact = exact1 if t_side else exact0
+    own_t = _var(ub) / R if ok_b and not t_exact else 0.0
+    v0 = _side_var(lf0, exact0, not t_side, ub, ok_b, own_t)
+    v1 = _side_var(lf1, exact1, t_side, ub, ok_b, own_t)
+    out = np.empty(row.shape[0])
+    for g in range(row.shape[0]):
+        out[g] = v1[row[g]] if inside[g] else v0[row[g]]
     return out

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bayes_risk.models.trees.plugins._plugin_kernels import (
+    difference_var,
     extra_base,
     extra_block,
     log_mean_exp_rows,
@@ -135,6 +136,21 @@ def mc_log_var(lf_a: np.ndarray, lf_b: np.ndarray | None = None, *,
     flags = np.broadcast_to(np.asarray(paired, dtype=np.bool_), rows.shape[:1])
     v = log_var_rows(rows, b, lf_b is not None, np.ascontiguousarray(flags))
     return float(v[0]) if np.ndim(lf_a) == 1 else v
+
+
+def mc_difference_var(lf0: np.ndarray | None, exact0: bool, lf1: np.ndarray | None,
+                      exact1: bool, row: np.ndarray, inside: np.ndarray, g0: int) -> np.ndarray:
+    """``[G]`` Monte Carlo variance of each candidate's node term less the truth's (``g0``),
+    from the node's rows of replicate terms without (``lf0``) and with (``lf1``) the candidate's
+    value (``None``: no candidate on that side; ``exact``: every multiplicity vector, no
+    error), ``row`` each candidate's row of its side (``inside``): paired on the truth's side
+    (its replicates shared), the two terms' variances added across it (:func:`mc_log_var`)."""
+    R = (lf0 if lf1 is None else lf1).shape[-1]
+    none = np.empty((0, R))
+    return difference_var(none if lf0 is None else np.ascontiguousarray(lf0, dtype=np.float64),
+                          exact0,
+                          none if lf1 is None else np.ascontiguousarray(lf1, dtype=np.float64),
+                          exact1, row, inside, int(g0))
 
 
 def atom_hit(z: np.ndarray, values: np.ndarray) -> bool:
