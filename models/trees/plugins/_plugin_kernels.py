@@ -31,7 +31,7 @@ def _log_mean_exp(lf):  # pragma: no cover - compiled
     s = 0.0
     for r in range(R):
         s += math.exp(lf[r] - m)
-    return (math.log(s) if s > 0.0 else -np.inf) + m - math.log(R)
+    return math.log(s) + m - math.log(R)
 
 
 @_nb.njit(cache=True, nogil=True)
@@ -66,7 +66,7 @@ def node_lf(counts, log_k, log_m, zw, log_w, weighted):  # pragma: no cover - co
         den = 0.0
         for j in range(n):
             den += counts[r, j] * em[j]
-        t = -W * (math.log(den) if den > 0.0 else -np.inf)
+        t = -W * math.log(den)
         if weighted:
             t += log_w[r]
         acc = 0.0
@@ -74,7 +74,7 @@ def node_lf(counts, log_k, log_m, zw, log_w, weighted):  # pragma: no cover - co
             num = 0.0
             for j in range(n):
                 num += counts[r, j] * ek[s, j]
-            acc += ((math.log(num) if num > 0.0 else -np.inf) + mx[s]) * zw[s]
+            acc += (math.log(num) + mx[s]) * zw[s]
         lf[r] = t + acc
     return _log_mean_exp(lf), lf
 
@@ -101,7 +101,7 @@ def extra_base(den, c_x, log_m_extra, W, log_w, weighted):  # pragma: no cover -
         em = math.exp(log_m_extra[x])
         for r in range(R):
             d = den[r] + c_x[r] * em
-            t = -W * (math.log(d) if d > 0.0 else -np.inf)
+            t = -W * math.log(d)
             if weighted:
                 t += log_w[r]
             lf[x, r] = t
@@ -136,7 +136,7 @@ def extra_block(lf, s_d, mx_d, safe_d, c_x, log_k_extra, zw):  # pragma: no cove
             acc = 0.0
             for s in range(B):
                 num = s_d[r, s] * a[s] + c_x[r] * b[s]
-                acc += ((math.log(num) if num > 0.0 else -np.inf) + mx[s]) * zw[s]
+                acc += (math.log(num) + mx[s]) * zw[s]
             lf[x, r] += acc
 
 
