@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numba as _nb
 import numpy as np
 from scipy.special import gammaln, log_ndtr
 
@@ -72,30 +73,39 @@ def log_ndtr_diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return lb + np.log1p(-np.exp(la - lb))
 
 
-def _rounding_interval(z: np.ndarray, lo: float, hi: float, decimals: int,
-                       integer_output: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Interval ``[a, b]`` of kernel draws in ``[lo, hi]`` released (rounded) as ``z``."""
-    step = 10.0 ** (-decimals)
+@_nb.njit(cache=True, nogil=True)
+def _rounding_interval(z, lo, hi, step, integer_output):  # pragma: no cover - compiled
+    """Interval ``[a, b]`` of kernel draws in ``[lo_k, hi_k]`` released (rounded to multiples of
+    ``step``) as ``z``, for each of the ``K`` supports (``[K, n_z]``), and where it is empty."""
     tol = 1e-6 * step
     half = 0.5 * step
-    k = np.round(z / step)
-    on_grid = np.abs(z - k * step) <= tol
-    interior = on_grid & (z >= lo - tol) & (z <= hi + tol)
-    a = np.where(interior, np.maximum(z - half, lo), np.inf)
-    b = np.where(interior, np.minimum(z + half, hi), -np.inf)
-    kl = np.round(lo / step)
-    if kl * step < lo - tol:  # draws in [lo, (kl + 1/2) step) round below lo and are clipped up
-        z_lo = float(np.round(lo)) if integer_output else lo
-        hit = np.abs(z - z_lo) <= tol
-        a = np.where(hit, np.minimum(a, lo), a)
-        b = np.where(hit, np.maximum(b, min((kl + 0.5) * step, hi)), b)
-    kh = np.round(hi / step)
-    if kh * step > hi + tol:
-        z_hi = float(np.round(hi)) if integer_output else hi
-        hit = np.abs(z - z_hi) <= tol
-        a = np.where(hit, np.minimum(a, max((kh - 0.5) * step, lo)), a)
-        b = np.where(hit, np.maximum(b, hi), b)
-    return a, b
+    K, n_z = lo.shape[0], z.shape[0]
+    a = np.empty((K, n_z))
+    b = np.empty((K, n_z))
+    empty = np.empty((K, n_z), dtype=np.bool_)
+    for k in range(K):
+        lo_k, hi_k = lo[k], hi[k]
+        kl = np.rint(lo_k / step)
+        below = kl * step < lo_k - tol  # draws in [lo, (kl + 1/2) step) round below lo: clipped up
+        z_lo = np.rint(lo_k) if integer_output else lo_k
+        kh = np.rint(hi_k / step)
+        above = kh * step > hi_k + tol
+        z_hi = np.rint(hi_k) if integer_output else hi_k
+        for s in range(n_z):
+            zs = z[s]
+            on_grid = abs(zs - np.rint(zs / step) * step) <= tol
+            if on_grid and zs >= lo_k - tol and zs <= hi_k + tol:
+                lo_s, hi_s = max(zs - half, lo_k), min(zs + half, hi_k)
+            else:
+                lo_s, hi_s = np.inf, -np.inf
+            if below and abs(zs - z_lo) <= tol:
+                lo_s, hi_s = min(lo_s, lo_k), max(hi_s, min((kl + 0.5) * step, hi_k))
+            if above and abs(zs - z_hi) <= tol:
+                lo_s, hi_s = min(lo_s, max((kh - 0.5) * step, lo_k)), max(hi_s, hi_k)
+            empty[k, s] = not lo_s < hi_s
+            a[k, s] = lo_k if empty[k, s] else lo_s
+            b[k, s] = hi_k if empty[k, s] else hi_s
+    return a, b, empty
 
 
 def kernel_log_terms(z: np.ndarray, centres: np.ndarray, h: float, lo: float, hi: float, *,
@@ -132,19 +142,33 @@ def kernel_log_terms(z: np.ndarray, centres: np.ndarray, h: float, lo: float, hi
             tol = 1e-9 * np.maximum(1.0, np.abs(z))[:, None]
         hit = np.abs(z[:, None] - out[None, :]) <= tol
         return np.where(hit, 0.0, -np.inf), np.zeros(b.size)
+    return smooth_log_terms(z, b, h, lo, hi, decimals, integer_output)
+
+
+def smooth_log_terms(z: np.ndarray, b: np.ndarray, h: float, lo: float | np.ndarray,
+                     hi: float | np.ndarray, decimals: int | None,
+                     integer_output: bool) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`kernel_log_terms` of a support that smooths (``lo < hi``, ``h > 0``), for one
+    support (``b [n]``: ``[n_z, n]``, ``[n]``) or ``K`` at once (``b [K, n]``, ``lo`` and ``hi``
+    ``[K]``: ``[K, n_z, n]``, ``[K, n]``), each entry computed as for its support alone."""
+    if np.ndim(lo):
+        lo = np.asarray(lo, dtype=np.float64)[:, None]
+        hi = np.asarray(hi, dtype=np.float64)[:, None]
     log_m = log_ndtr_diff((lo - b) / h, (hi - b) / h)
+    zc, bc = z[:, None], b[..., None, :]
     if decimals is None:
-        zk = (z[:, None] - b[None, :]) / h
+        zk = (zc - bc) / h
         log_k = -0.5 * zk**2 - 0.5 * np.log(2 * np.pi) - np.log(h)
         inside = (z >= lo) & (z <= hi)
-        return np.where(inside[:, None], log_k, -np.inf), log_m
-    a, top = _rounding_interval(z, lo, hi, decimals, integer_output)
-    empty = ~(a < top)
-    a = np.where(empty, lo, a)
-    top = np.where(empty, hi, top)
+        return np.where(inside[..., None], log_k, -np.inf), log_m
+    a, top, empty = _rounding_interval(z, np.ravel(lo).astype(np.float64),
+                                       np.ravel(hi).astype(np.float64), 10.0 ** (-decimals),
+                                       integer_output)
+    if not np.ndim(lo):
+        a, top, empty = a[0], top[0], empty[0]
     with np.errstate(divide="ignore", invalid="ignore"):
-        log_k = log_ndtr_diff((a[:, None] - b[None, :]) / h, (top[:, None] - b[None, :]) / h)
-    return np.where(empty[:, None], -np.inf, log_k), log_m
+        log_k = log_ndtr_diff((a[..., None] - bc) / h, (top[..., None] - bc) / h)
+    return np.where(empty[..., None], -np.inf, log_k), log_m
 
 
 def truncated_kde_logpdf(x: np.ndarray | float, b: Sequence[float], h: float, lo: float, hi: float,

@@ -195,6 +195,92 @@ def test_kde_fixture_through_the_plugin_terms():
     assert total == pytest.approx(1.0, rel=1e-7)
 
 
+def _node_terms_numpy(counts, log_k, log_m, zw, log_w=None):
+    """The node terms as numpy matrix products (the plug-in's form before its compiled loops)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lf = -zw.sum() * np.log(counts @ np.exp(log_m))
+        if log_w is not None:
+            lf = lf + log_w
+        mx = log_k.max(axis=1)
+        if not np.all(np.isfinite(mx)):
+            return -np.inf, np.full(counts.shape[0], -np.inf)
+        lf = lf + (np.log(counts @ np.exp(log_k - mx[:, None]).T) + mx) @ zw
+    return logsumexp(lf) - np.log(counts.shape[0]), lf
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_compiled_node_terms_match_the_matrix_products(weighted):
+    """The compiled node terms (whole node, rank-one update for an extra donor, several
+    supports at once) are the numpy matrix products' to 1e-12 relative (only the order of the
+    sums differs), impossible values included."""
+    from bayes_risk.models.trees.cart_leaf import smooth_log_terms
+    from bayes_risk.models.trees.plugins._plugin_terms import (
+        compositions,
+        donor_terms,
+        mc_node_loglik,
+        mc_node_loglik_extra,
+        mc_node_loglik_many,
+    )
+
+    rng = np.random.default_rng(4)
+    donors = np.array([3.0, 4.5, 7.0, 7.0, 9.0, 12.0])
+    z = np.array([3.0, 5.0, 8.0, 10.0, 12.0])
+    zw = np.array([1.0, 2.0, 1.0, 3.0, 1.0])
+    extras = np.array([4.0, 8.5, 11.0])
+    n = donors.size + 1
+    counts, log_w = compositions(n, uniform=True) if weighted else (
+        rng.multinomial(n, np.full(n, 1.0 / n), size=300).astype(np.float64), None)
+    lo, hi = donors.min(), donors.max()
+    lk_d, lm_d = cart_mod.kernel_log_terms(z, donors, 2.0, lo, hi, decimals=0)
+    lk_x, lm_x = cart_mod.kernel_log_terms(z, extras, 2.0, lo, hi, decimals=0)
+    d = donor_terms(counts, lk_d, lm_d, log_w)
+    vals, lf = mc_node_loglik_extra(d, lk_x.T, lm_x, zw, return_terms=True)
+    for k in range(extras.size):
+        v, t = _node_terms_numpy(counts, np.column_stack([lk_d, lk_x[:, k]]),
+                                 np.append(lm_d, lm_x[k]), zw, log_w)
+        np.testing.assert_allclose(lf[k], t, rtol=1e-12, atol=0)
+        assert vals[k] == pytest.approx(v, rel=1e-12)
+        one, t1 = mc_node_loglik(counts, np.column_stack([lk_d, lk_x[:, k]]),
+                                 np.append(lm_d, lm_x[k]), zw, log_w=log_w, return_terms=True)
+        np.testing.assert_allclose(t1, t, rtol=1e-12, atol=0)
+        assert one == pytest.approx(v, rel=1e-12)
+    # supports widened by each outside value, together and one by one: the same bits
+    outside = np.array([1.0, 14.0, 20.0])
+    centres = np.column_stack([np.tile(donors, (outside.size, 1)), outside])
+    lk, lm = smooth_log_terms(z, centres, 2.0, np.minimum(lo, outside),
+                                       np.maximum(hi, outside), 0, False)
+    many, lf_many = mc_node_loglik_many(counts, lk, lm, zw, log_w=log_w)
+    for k, x in enumerate(outside):
+        alone = cart_mod.kernel_log_terms(z, centres[k], 2.0, min(lo, x), max(hi, x), decimals=0)
+        assert np.array_equal(lk[k], alone[0]) and np.array_equal(lm[k], alone[1])
+        v, t = mc_node_loglik(counts, *alone, zw, log_w=log_w, return_terms=True)
+        assert many[k] == v and np.array_equal(lf_many[k], t)
+        np.testing.assert_allclose(t, _node_terms_numpy(counts, *alone, zw, log_w)[1],
+                                   rtol=1e-12, atol=0)
+    # a value no donor can produce: -inf, as the matrix products give
+    far = np.append(z, 30.0)
+    lk_f, lm_f = cart_mod.kernel_log_terms(far, donors, 2.0, lo, hi, decimals=0)
+    assert mc_node_loglik(counts[:, :-1], lk_f, lm_f, np.append(zw, 1.0)) == -np.inf
+
+
+@pytest.mark.parametrize("decimals, integer_output", [(None, False), (0, True), (1, False)])
+def test_supports_at_once_are_each_support_alone(decimals, integer_output):
+    """``smooth_log_terms`` of K supports gives each support's ``kernel_log_terms`` to the bit,
+    the rounding intervals clipped at either end of some supports and not of others."""
+    from bayes_risk.models.trees.cart_leaf import smooth_log_terms
+
+    z = np.array([1.0, 1.3, 2.0, 2.5, 3.2, 4.0, 4.4])
+    if integer_output:
+        z = np.round(z)
+    b = np.array([[1.2, 2.6, 3.1], [1.0, 2.0, 4.4], [1.3, 2.2, 3.9]])
+    lo, hi = np.array([1.2, 1.0, 1.3]), np.array([3.1, 4.4, 3.9])
+    lk, lm = smooth_log_terms(z, b, 0.7, lo, hi, decimals, integer_output)
+    for k in range(3):
+        want = cart_mod.kernel_log_terms(z, b[k], 0.7, lo[k], hi[k], decimals=decimals,
+                                         integer_output=integer_output)
+        assert np.array_equal(lk[k], want[0]) and np.array_equal(lm[k], want[1])
+
+
 @pytest.mark.parametrize(
     "lo, hi, decimals, integer_output",
     [(10.0, 20.0, 0, False), (10.3, 20.0, 0, True), (10.3, 19.6, 0, False), (1.25, 2.5, 1, False)],
@@ -594,7 +680,7 @@ def test_smoothed_posterior_is_calibrated():
 
 # ----- Monte Carlo error of the smoothed-CART plug-in -------------------------------------------
 def test_mc_log_var_delta_method():
-    from bayes_risk.models.trees.plugins.plugin_cart import mc_log_var
+    from bayes_risk.models.trees.plugins._plugin_terms import mc_log_var
 
     rng = np.random.default_rng(0)
     R, reps = 400, 3000
@@ -623,6 +709,42 @@ def test_mc_log_var_delta_method():
     assert mc_log_var(rows, rows[5], paired=flags).tolist() == each
     assert each[3] == 0.0 and (each[5] == 0.0 or not flags[5])
     assert mc_log_var(rows).tolist() == [mc_log_var(r) for r in rows]
+
+
+
+@pytest.mark.parametrize("truth_inside", [False, True])
+@pytest.mark.parametrize("exact", [(False, False), (True, False), (False, True)])
+def test_node_difference_variances_are_the_delta_methods(truth_inside, exact):
+    """A node's variances of each candidate's term less the truth's, in one call: paired
+    (``mc_log_var(lf, truth)``) on the truth's side, each side's own variance plus the truth's
+    across it, none on an exact side, bit for bit; impossible rows included."""
+    from bayes_risk.models.trees.plugins._plugin_terms import mc_difference_var, mc_log_var
+
+    rng = np.random.default_rng(5)
+    R = 200
+    lf0 = rng.normal(scale=0.5, size=(1, R))
+    lf1 = rng.normal(scale=0.5, size=(4, R)) + 0.1 * lf0
+    lf1[2] = -np.inf
+    inside = np.array([False, True, True, False, True, True, True])
+    row = np.array([0, 0, 1, 0, 2, 3, 1])
+    g0 = 1 if truth_inside else 0
+    got = mc_difference_var(lf0, exact[0], lf1, exact[1], row, inside, g0)
+    sides = {False: (lf0, exact[0]), True: (lf1, exact[1])}
+    t_lf, t_exact = sides[truth_inside]
+    truth = t_lf[row[g0]]
+    own_t = 0.0 if t_exact else mc_log_var(truth)
+    for g in range(row.size):
+        lf, ex = sides[bool(inside[g])]
+        if inside[g] == truth_inside:
+            want = 0.0 if ex else mc_log_var(lf[row[g]], truth)
+        else:
+            want = (0.0 if ex else mc_log_var(lf[row[g]])) + own_t
+        assert got[g] == want
+    assert got[g0] == 0.0
+    # a side no candidate is on
+    only = mc_difference_var(None, False, lf1, False, np.array([0, 1, 3]),
+                             np.ones(3, dtype=bool), 0)
+    assert only.tolist() == [mc_log_var(lf1[r], lf1[0]) for r in (0, 1, 3)]
 
 
 # records with a high Monte Carlo error are flagged (and warned about): part of what is measured

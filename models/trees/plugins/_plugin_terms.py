@@ -6,8 +6,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bayes_risk._numeric import logsumexp
+from bayes_risk.models.trees.plugins._plugin_kernels import (
+    difference_var,
+    extra_base,
+    extra_block,
+    log_mean_exp_rows,
+    log_var_rows,
+    node_lf,
+    node_lf_many,
+)
 
+_NO_W = np.zeros(0)  # no replicate weights (a kernel argument must be an array)
 _MC_BLOCK = 1 << 21  # entries per (bootstrap replicate × synthetic value) block: bounds memory
 
 
@@ -45,20 +54,26 @@ def mc_node_loglik(counts: np.ndarray, log_k: np.ndarray, log_m: np.ndarray, z_w
     ``counts[r]`` and ``log_w`` their weights (none: 1; every vector of :func:`compositions`:
     the exact expectation); with ``return_terms`` also the ``[R]`` weighted terms (for
     :func:`mc_log_var`)."""
-    R = counts.shape[0]
-    with np.errstate(divide="ignore"):
-        lf = -float(z_weights.sum()) * np.log(counts @ np.exp(log_m))
-        if log_w is not None:
-            lf = lf + log_w
-        for sl in _z_blocks(log_k.shape[0], max(R, counts.shape[1])):
-            lk = log_k[sl]
-            mx = lk.max(axis=1)
-            if not np.all(np.isfinite(mx)):  # a value no donor can produce
-                return (float("-inf"), np.full(R, -np.inf)) if return_terms else float("-inf")
-            num = counts @ np.exp(lk - mx[:, None]).T  # (R, block)
-            lf = lf + (np.log(num) + mx) @ z_weights[sl]
-    val = float(logsumexp(lf) - np.log(R))
-    return (val, lf) if return_terms else val
+    counts = np.ascontiguousarray(counts, dtype=np.float64)
+    val, lf = node_lf(counts, np.ascontiguousarray(log_k, dtype=np.float64),
+                       np.ascontiguousarray(log_m, dtype=np.float64),
+                       np.ascontiguousarray(z_weights, dtype=np.float64),
+                       _NO_W if log_w is None else np.ascontiguousarray(log_w, dtype=np.float64),
+                       log_w is not None)
+    return (float(val), lf) if return_terms else float(val)
+
+
+def mc_node_loglik_many(counts: np.ndarray, log_k: np.ndarray, log_m: np.ndarray,
+                        z_weights: np.ndarray, *, log_w: np.ndarray | None = None
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`mc_node_loglik` ``[K]`` and its terms ``[K, R]`` of ``K`` sets of donors sharing
+    ``counts`` (``log_k [K, n_z, n]``, ``log_m [K, n]``), in one call."""
+    return node_lf_many(np.ascontiguousarray(counts, dtype=np.float64),
+                        np.ascontiguousarray(log_k, dtype=np.float64),
+                        np.ascontiguousarray(log_m, dtype=np.float64),
+                        np.ascontiguousarray(z_weights, dtype=np.float64),
+                        _NO_W if log_w is None else np.ascontiguousarray(log_w, dtype=np.float64),
+                        log_w is not None)
 
 
 @dataclass(frozen=True)
@@ -96,24 +111,15 @@ def mc_node_loglik_extra(donors: DonorTerms, log_k_extra: np.ndarray, log_m_extr
     """:func:`mc_node_loglik` ``[n_x]`` for donors ``D`` plus one extra donor taking each of
     ``n_x`` values within ``[min D, max D]`` (rank-one update); ``donors``: the donors' side,
     :func:`donor_terms`, computed once for every extra value a node is asked about."""
-    R = donors.c_x.size
-    n_x = log_k_extra.shape[0]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        den = donors.den[None, :] + donors.c_x[None, :] * np.exp(log_m_extra)[:, None]
-        lf = -float(z_weights.sum()) * np.log(den)  # (n_x, R)
-        if donors.log_w is not None:
-            lf = lf + donors.log_w[None, :]
-        for sl, s_d, mx_d, safe_d in donors.blocks:
-            mx = np.maximum(mx_d[None, :], log_k_extra[:, sl])  # (n_x, block)
-            for x in range(n_x):
-                if not np.all(np.isfinite(mx[x])):
-                    lf[x] = -np.inf
-                    continue
-                num = s_d * np.exp(safe_d - mx[x])[None, :] + donors.c_x[:, None] * np.exp(
-                    log_k_extra[x, sl] - mx[x]
-                )[None, :]
-                lf[x] = lf[x] + (np.log(num) + mx[x]) @ z_weights[sl]
-    vals = logsumexp(lf, axis=1) - np.log(R)
+    log_k_extra = np.ascontiguousarray(log_k_extra, dtype=np.float64)
+    zw = np.ascontiguousarray(z_weights, dtype=np.float64)
+    weighted = donors.log_w is not None
+    lf = extra_base(donors.den, donors.c_x, np.ascontiguousarray(log_m_extra, dtype=np.float64),
+                     float(zw.sum()), donors.log_w if weighted else _NO_W, weighted)
+    for sl, s_d, mx_d, safe_d in donors.blocks:
+        extra_block(lf, s_d, mx_d, safe_d, donors.c_x, np.ascontiguousarray(log_k_extra[:, sl]),
+                     np.ascontiguousarray(zw[sl]))
+    vals = log_mean_exp_rows(lf)
     return (vals, lf) if return_terms else vals
 
 
@@ -125,25 +131,26 @@ def mc_log_var(lf_a: np.ndarray, lf_b: np.ndarray | None = None, *,
     rather than one call a candidate. No finite term: 0 (an impossible value has no Monte
     Carlo error)."""
 
-    def u(lf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        ok = np.isfinite(lf).any(axis=-1)
-        mx = np.where(ok, np.max(lf, axis=-1), 0.0)
-        w = np.exp(lf - mx[:, None])
-        return w / w.mean(axis=-1, keepdims=True), ok
-
-    rows = np.atleast_2d(np.asarray(lf_a, dtype=np.float64))
-    R = rows.shape[-1]
-    with np.errstate(under="ignore", invalid="ignore", divide="ignore"):
-        ua, ok = u(rows)
-        if lf_b is None:
-            v = np.var(ua, axis=-1) / R
-        else:
-            ub, ok_b = u(np.asarray(lf_b, dtype=np.float64)[None, :])
-            v = np.where(paired, np.var(ua - ub, axis=-1),
-                         np.var(ua, axis=-1) + np.var(ub, axis=-1)) / R
-            ok = ok & ok_b
-    v = np.where(ok, v, 0.0)
+    rows = np.ascontiguousarray(np.atleast_2d(np.asarray(lf_a, dtype=np.float64)))
+    b = _NO_W if lf_b is None else np.ascontiguousarray(lf_b, dtype=np.float64)
+    flags = np.broadcast_to(np.asarray(paired, dtype=np.bool_), rows.shape[:1])
+    v = log_var_rows(rows, b, lf_b is not None, np.ascontiguousarray(flags))
     return float(v[0]) if np.ndim(lf_a) == 1 else v
+
+
+def mc_difference_var(lf0: np.ndarray | None, exact0: bool, lf1: np.ndarray | None,
+                      exact1: bool, row: np.ndarray, inside: np.ndarray, g0: int) -> np.ndarray:
+    """``[G]`` Monte Carlo variance of each candidate's node term less the truth's (``g0``),
+    from the node's rows of replicate terms without (``lf0``) and with (``lf1``) the candidate's
+    value (``None``: no candidate on that side; ``exact``: every multiplicity vector, no
+    error), ``row`` each candidate's row of its side (``inside``): paired on the truth's side
+    (its replicates shared), the two terms' variances added across it (:func:`mc_log_var`)."""
+    R = (lf0 if lf1 is None else lf1).shape[-1]
+    none = np.empty((0, R))
+    return difference_var(none if lf0 is None else np.ascontiguousarray(lf0, dtype=np.float64),
+                          exact0,
+                          none if lf1 is None else np.ascontiguousarray(lf1, dtype=np.float64),
+                          exact1, row, inside, int(g0))
 
 
 def atom_hit(z: np.ndarray, values: np.ndarray) -> bool:

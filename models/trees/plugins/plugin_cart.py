@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from math import comb
 from typing import Any
 
 import numpy as np
@@ -23,9 +24,10 @@ from bayes_risk.models.trees.plugins._plugin_terms import (
     atom_hit,
     compositions,
     donor_terms,
-    mc_log_var,
+    mc_difference_var,
     mc_node_loglik,
     mc_node_loglik_extra,
+    mc_node_loglik_many,
 )
 
 __all__ = ["CARTPlugin", "DonorTrees"]
@@ -37,6 +39,9 @@ EXACT_FACTOR = 4
 # candidate-node entries per slab of records in the batched likelihood (about 40 MB of
 # [m, entries] float arrays at m = 5)
 _SLAB_ROWS = 1 << 17
+# log-kernel entries (candidate × synthetic value × donor) of the widened nodes computed at once
+# (a few MB of float arrays)
+_WIDENED_ENTRIES = 1 << 18
 
 
 class PluginBase:
@@ -377,6 +382,10 @@ class CARTPlugin(PluginBase):
                 code="MODEL_UNSUITED")
         check_value(n_bootstrap, Interval(int, 1), "n_bootstrap")
         self.n_bootstrap = int(n_bootstrap)
+        # the largest exact node (:meth:`_exact`; the vectors' number grows with n)
+        self._exact_max = 1
+        while comb(2 * self._exact_max + 1, self._exact_max + 1) <= EXACT_FACTOR * n_bootstrap:
+            self._exact_max += 1
         self.random_seed = random_seed
         # one integer of entropy; node streams are keyed by (dataset, column, node, n_donors)
         self._entropy = int(as_generator(random_seed).integers(2**63 - 1))
@@ -492,9 +501,7 @@ class CARTPlugin(PluginBase):
         """Whether a node of ``n`` donors averages over every bootstrap multiplicity vector
         (:func:`compositions`, no Monte Carlo error) rather than ``n_bootstrap`` drawn ones:
         when there are at most :data:`EXACT_FACTOR` times as many."""
-        from math import comb
-
-        return n <= 1 or comb(2 * n - 1, n) <= EXACT_FACTOR * self.n_bootstrap
+        return n <= self._exact_max
 
     def _counts(self, key: tuple[int, int, int, int]
                 ) -> tuple[np.ndarray, np.ndarray | None]:
@@ -628,8 +635,26 @@ class CARTPlugin(PluginBase):
             lk_x, lm_x = terms(extras[inner], lo, hi)
             out[inner], lfs[inner] = mc_node_loglik_extra(d, lk_x.T, lm_x, zw,
                                                           return_terms=True)
-        for k in np.flatnonzero(~inner):
-            out[k], lfs[k] = full(np.append(donors, extras[k]), counts)
+        outer = np.flatnonzero(~inner)
+        if not h > 0:
+            for k in outer:
+                out[k], lfs[k] = full(np.append(donors, extras[k]), counts)
+        elif outer.size and decimals is None and atom_hit(zu, atoms):
+            out[outer], lfs[outer] = -np.inf, -np.inf
+        else:
+            # x outside [min D, max D] widens the support to take it in, which changes every
+            # donor's term: the nodes D ∪ {x} of a slab of such x at once, each computed as alone
+            from bayes_risk.models.trees.cart_leaf import smooth_log_terms
+
+            step = max(1, _WIDENED_ENTRIES // max(zu.size * (n_d + 1), 1))
+            for a in range(0, outer.size, step):
+                k = outer[a:a + step]
+                x = extras[k]
+                centres = np.concatenate([np.broadcast_to(donors, (x.size, n_d)), x[:, None]],
+                                         axis=1)
+                lk, lm = smooth_log_terms(zu, centres, h, np.minimum(lo, x), np.maximum(hi, x),
+                                          decimals, self._rounding[col][1])
+                out[k], lfs[k] = mc_node_loglik_many(counts[0], lk, lm, zw, log_w=counts[1])
         return out, lfs
 
     def _smoothed_loglik(self, li: int, ci: int, col: str, pos: int, old: set[int],
@@ -657,41 +682,21 @@ class CARTPlugin(PluginBase):
             # the node's distinct rows of replicates: one without the candidate's value (if
             # some candidate is not inside), one per distinct value inside; ``row`` maps each
             # candidate to its row of its side (``side``: inside or not)
-            rows: dict[bool, tuple[np.ndarray, bool]] = {}
+            lf0 = lf1 = None
             row = np.empty(G, dtype=np.int64)
             if (~inside).any():
                 v, lf0 = self._node_loglik(key, col, d, None, zu, zw, d_terms=d_terms,
                                            kept=kept)
                 ell[~inside] += v[0]
-                rows[False] = lf0, self._exact(d.size)
                 row[~inside] = 0
             if inside.any():
                 ex, inv = np.unique(ystar[inside], return_inverse=True)
                 v, lf1 = self._node_loglik(key, col, d, ex, zu, zw, d_terms=d_terms, kept=kept)
                 ell[inside] += v[inv]
                 row[inside] = inv
-                rows[True] = lf1, self._exact(d.size + 1)
-            var += self._difference_var(rows, row, inside, g0)
+            var += mc_difference_var(lf0, self._exact(d.size), lf1, self._exact(d.size + 1),
+                                     row, inside, g0)
         return ell, var
-
-    @staticmethod
-    def _difference_var(rows: dict[bool, tuple[np.ndarray, bool]], row: np.ndarray,
-                        inside: np.ndarray, g0: int) -> np.ndarray:
-        """``[G]`` Monte Carlo variance of each candidate's node term less the truth's: paired
-        on the truth's side (its replicates shared), the two terms' variances added across it;
-        an exact side (every multiplicity vector) has none."""
-        t_lf, t_exact = rows[bool(inside[g0])]
-        truth = t_lf[row[g0]]
-        own_t = 0.0 if t_exact else float(mc_log_var(truth))
-        var = np.empty(row.size)
-        for side, (lf, exact) in rows.items():
-            here = inside == side
-            if side == inside[g0]:
-                v = np.zeros(lf.shape[0]) if exact else mc_log_var(lf, truth)
-            else:
-                v = (np.zeros(lf.shape[0]) if exact else mc_log_var(lf)) + own_t
-            var[here] = np.atleast_1d(v)[row[here]]
-        return var
 
     def _loglik_many(self, recs: np.ndarray, G: int, cand: dict[str, np.ndarray],
                      columns: list[str], synthetic: Sequence[pd.DataFrame]
