@@ -310,8 +310,8 @@ def with_prior(
     n = len(result.loglik)
     df = result.records.copy()
     set_point_columns(df, {k: cols[k][0] for k in POINT_COLUMNS})
-    for k in ("p_true_lower", "p_true_upper", "p_true_chain_min", "p_true_chain_max",
-              "chain_z", "flag_codes"):
+    for k in ("p_true_lower", "p_true_upper", "is_top_upper", "p_true_chain_min",
+              "p_true_chain_max", "chain_z", "flag_codes"):
         if k in cols:
             df[k] = cols[k][0]
     log_post = ungroup([q[0] for q in posts], inp.groups, n)
@@ -374,7 +374,7 @@ def _reprior(
     recs = result.records.columns
     bounds, chains = "p_true_upper" in recs, "p_true_chain_min" in recs
     tol = float(result.settings.get("khat_tolerance", KHAT_TOLERANCE))
-    names = [*POINT_COLUMNS, *(("p_true_lower", "p_true_upper") if bounds else ()),
+    names = [*POINT_COLUMNS, *(("p_true_lower", "p_true_upper", "is_top_upper") if bounds else ()),
              *(("p_true_chain_min", "p_true_chain_max", "chain_z") if chains else ()),
              *(("prior_p_true", "prior_top_share") if alone else ())]
     out: dict[str, np.ndarray] = {k: np.full((P, n), np.nan) for k in names}
@@ -465,7 +465,8 @@ def prior_sensitivity(
     inp = result._prior_inputs
     n = len(result.loglik)
     recs = result.records
-    extra = [k for k in ("baseline", "p_true_lower", "p_true_upper") if k in recs.columns]
+    extra = [k for k in ("baseline", "p_true_lower", "p_true_upper", "is_top_upper")
+             if k in recs.columns]
     parts: dict[str, list[np.ndarray]] = {}
     # blocks of priors keep the [P, n, G] temporaries to about _SWEEP_BLOCK values (a few
     # arrays of doubles each), fewer when the memory budget is smaller; the table of every
@@ -487,7 +488,7 @@ def prior_sensitivity(
                 for k, v in bs.items():
                     boots.setdefault(k, []).append(v)
         for k in (*POINT_COLUMNS, "prior_p_true", "prior_top_share", "p_true_lower",
-                  "p_true_upper", "flag_codes"):
+                  "p_true_upper", "is_top_upper", "flag_codes"):
             if k in cols:
                 parts.setdefault(k, []).append(cols[k].reshape(-1))
         for k, v in boots.items():

@@ -243,7 +243,8 @@ def _diagnostic_columns(df: pd.DataFrame, plan: AttributePlan, part: PartitionOu
     if est == "plugin":
         df["mc_se_max"] = agg("mc_se", np.max)
     if bounds is not None:
-        df["p_true_lower"], df["p_true_upper"] = bounds[0], bounds[1]
+        df["p_true_lower"], df["p_true_upper"], df["is_top_upper"] = bounds[0], bounds[1], \
+            bounds[3]
     if est in ("stabilised", "is"):
         df["max_weight_share"] = agg("max_share", np.max, nontrue=False)
     df["ess_omega_min"] = agg("ess_omega", np.min, nontrue=False)

@@ -42,6 +42,10 @@ __all__ = [
 #: the candidates' Monte Carlo bounds that the material rule reads (Bonferroni over the candidates)
 MC_LEVEL = 0.95
 
+#: the record columns of the bounds of ``p_true`` (:func:`khat_material`): its range, whether
+#: the range is material, and whether the truth could be ranked first within it
+BOUND_COLUMNS = ("p_true_lower", "p_true_upper", "khat_material", "is_top_upper")
+
 
 def material_flag(estimator: str, khat_rule: str | None) -> str | None:
     """The record flag an estimator's bounds of ``p_true`` raise under the material rule
@@ -85,9 +89,9 @@ def khat_material(
     """Bounds ``p_lower, p_upper`` of ``p_true`` allowed by the k̂ bounds
     (:func:`~bayes_risk.attribute.estimator.stabilised_bounds`), and whether they are material.
     """
-    out = _one_prior(loglik, diagnostics, logprior, g0,
-                     ("p_true_lower", "p_true_upper", "khat_material"), tolerance=tolerance)[1]
-    return out["p_true_lower"], out["p_true_upper"], out["khat_material"].astype(bool)
+    out = _one_prior(loglik, diagnostics, logprior, g0, BOUND_COLUMNS, tolerance=tolerance)[1]
+    return (out["p_true_lower"], out["p_true_upper"], out["khat_material"].astype(bool),
+            out["is_top_upper"])
 
 
 def _one_prior(
@@ -173,7 +177,7 @@ def prior_columns(
     and (``log_post``) the log posteriors.
     """
     P, n, g = lp.shape
-    names = (*POINT_COLUMNS, "p_true_lower", "p_true_upper") + (
+    names = (*POINT_COLUMNS, "p_true_lower", "p_true_upper", "is_top_upper") + (
         ("prior_p_true", "prior_top_share") if alone else ())
     cols = {k: np.full((P, n), np.nan) for k in names}
     cols["khat_material"] = np.zeros((P, n), dtype=bool)
@@ -189,10 +193,12 @@ def prior_columns(
     if kh is not None:  # only the rows with a high k̂ have an interval
         b, lo, hi, kh = b[kh], lo[kh], hi[kh], kh[kh]
     if b.size:
-        lo_, up_, mat = _khat_bounds(st.loglik[b], lo, hi, kh, lp[:, b], st.g0[b], tolerance)
+        lo_, up_, mat, top_ = _khat_bounds(st.loglik[b], lo, hi, kh, lp[:, b], st.g0[b],
+                                           tolerance)
         cols["p_true_lower"][:, b] = lo_
         cols["p_true_upper"][:, b] = up_
         cols["khat_material"][:, b] = mat
+        cols["is_top_upper"][:, b] = top_
     return post, cols
 
 
@@ -203,7 +209,8 @@ def _khat_bounds(
     ll: np.ndarray, lo: np.ndarray, hi: np.ndarray, khat_high: np.ndarray | None,
     lp: np.ndarray, g0: np.ndarray, tolerance: float,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`khat_material` of ``nb`` records under ``P`` priors, each ``(P, nb)``."""
+    """:func:`khat_material` of ``nb`` records under ``P`` priors, each ``(P, nb)``, and
+    whether the truth could be ranked first within the bounds (1.0, 0.0; NaN: no bounds)."""
     P, nb, g = lp.shape
     r = np.arange(nb)
     a = ll + lp
@@ -222,8 +229,9 @@ def _khat_bounds(
     p_lo = np.full((P, nb), np.nan)
     p_up = np.full((P, nb), np.nan)
     material = np.zeros((P, nb), dtype=bool)
+    top_up = np.full((P, nb), np.nan)
     if not sel.any():
-        return p_lo, p_up, material
+        return p_lo, p_up, material, top_up
     a, a_up, a_lo, at = a[sel], a_up[sel], a_lo[sel], at[sel]
     p = _exp(at - logsumexp(a, axis=-1)).astype(np.float64)
     up = _exp(at - logsumexp(a_up, axis=-1)).astype(np.float64)
@@ -239,7 +247,8 @@ def _khat_bounds(
     could_top = ~np.any(a_up > (at + LOG_TIE_ATOL)[:, None], axis=-1)
     p_lo[sel], p_up[sel] = low, up
     material[sel] = (up > p + tolerance) | (could_top & ~top)
-    return p_lo, p_up, material
+    top_up[sel] = could_top
+    return p_lo, p_up, material, top_up
 
 
 def flag_strings(base: Sequence[str], flags: dict[str, np.ndarray]) -> np.ndarray:

@@ -51,6 +51,9 @@ class Verdict:
     remedies: tuple[str, ...] = ()
     #: records with unreliable estimates, left out of the value (never a plain pass)
     flagged: int = 0
+    #: of the flagged records, those the worst case counts at risk: the ones whose bounds
+    #: (Monte Carlo or k̂) allow it, and every one without bounds (``None``: every one)
+    flagged_at_risk: int | None = None
     #: a rate in per cent is a share of ``(n, noun)``: "127.2 of 5,571 targets"
     count_of: tuple[int, str] | None = None
     #: the name of the line's threshold in :class:`~bayes_risk.auditing.Thresholds`
@@ -80,14 +83,15 @@ class Verdict:
 
     @property
     def at_worst(self) -> float:
-        """The value with every flagged record counted at risk (the value when none is flagged;
-        NaN when flagged records cannot be counted into it: a line that is not a share of
-        ``count_of`` records that should stay low)."""
+        """The value with the flagged records counted at worst (``flagged_at_risk`` of them at
+        risk, the others not; the value when none is flagged; NaN when flagged records cannot
+        be counted into it: a line that is not a share of ``count_of`` records that should stay
+        low)."""
         if not self.flagged:
             return self.value
         if self.unit != "%" or not self.count_of or self.direction != "max":
             return float("nan")
-        return counted_at_risk(self.value, self.count_of[0], self.flagged)
+        return counted_at_risk(self.value, self.count_of[0], self.flagged, self.flagged_at_risk)
 
     @property
     def short(self) -> str:
@@ -128,12 +132,13 @@ def pct(x: Any) -> float:
     return float(x) * 100
 
 
-def counted_at_risk(share: float, n: int, flagged: int) -> float:
-    """A share in per cent of ``n`` records with ``flagged`` more records, each counted at
-    risk: ``(share · n + flagged) / (n + flagged)``."""
+def counted_at_risk(share: float, n: int, flagged: int, at_risk: int | None = None) -> float:
+    """A share in per cent of ``n`` records with ``flagged`` more records, ``at_risk`` of them
+    (default all) counted at risk: ``(share · n + at_risk) / (n + flagged)``."""
     if not n + flagged:
         return float("nan")
-    return 100 * ((share / 100 * n if n else 0.0) + flagged) / (n + flagged)
+    k = flagged if at_risk is None else at_risk
+    return 100 * ((share / 100 * n if n else 0.0) + k) / (n + flagged)
 
 
 def _finite(values: Any) -> np.ndarray:

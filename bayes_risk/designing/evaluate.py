@@ -36,7 +36,8 @@ def line_record(v: Any, stage: str, source: str = "this release") -> dict[str, A
     """A verdict line as the design keeps it, with its uncertainty: Wilson's 95 % interval
     for a share of records (``interval``), else the range over the datasets the audit
     states (``spread_range``). A line with flagged records is judged at its worst case
-    (``at_worst``: every flagged record counted at risk), never passed on the others alone."""
+    (``at_worst``: every flagged record counted at risk that its bounds, Monte Carlo or k̂, do not
+    rule out; ``flagged_at_risk`` of them), never passed on the others alone."""
     interval = None
     if v.count_of and v.unit == "%" and np.isfinite(v.value):
         lo, hi = wilson_interval(v.value / 100, int(v.count_of[0]))
@@ -47,7 +48,9 @@ def line_record(v: Any, stage: str, source: str = "this release") -> dict[str, A
             "at_worst": float(worst.value),
             "threshold": float(v.threshold), "direction": v.direction, "unit": v.unit,
             "exceeds": bool(worst.exceeds), "status": v.status, "warnings": list(v.warnings),
-            "flagged": int(v.flagged), "spread": v.spread, "interval": interval,
+            "flagged": int(v.flagged),
+            "flagged_at_risk": int(v.flagged if v.flagged_at_risk is None else v.flagged_at_risk),
+            "spread": v.spread, "interval": interval,
             "spread_range": _spread_range(v.spread), "cause": v.cause,
             "remedies": list(v.remedies), "stage": stage, "source": source,
             "n": int(v.count_of[0]) if v.count_of else None}

@@ -55,7 +55,7 @@ def frontier_figure(result: Any, path: str | os.PathLike[str] | None = None) -> 
     for ax, (name, step, line) in zip(axes.ravel(), names, strict=False):
         sub = risk[(risk["threshold_name"] == name) & (risk["step"] == step)
                    & (risk["line"] == line)]
-        # each line at the figure the design judges it by (flagged records counted at risk);
+        # each line at the figure the design judges it by (flagged records counted at worst);
         # a candidate's worst where two of its lines share a short name (repU of other keys)
         sub = sub.assign(value=sub["at_worst"])
         worst = sub.sort_values("value", ascending=sub["direction"].iloc[0] != "max") \
@@ -109,8 +109,9 @@ def frontier_figure(result: Any, path: str | os.PathLike[str] | None = None) -> 
     parts = ["Utility against each risk line: every candidate of the design, with its "
              "interval (Wilson 95 % for a share of records, else the range over the datasets)"]
     if flagged:
-        parts.append("a line with flagged records is placed with each of them counted at "
-                     "risk, its bar reaching down to the records assessed alone")
+        parts.append("a line with flagged records is placed with them counted at worst (at "
+                     "risk unless their bounds rule it out), its bar reaching down to the "
+                     "records assessed alone")
     # wrapped to the figure's width (about 16 characters of 9-point text an inch), the panels
     # below the lines it takes
     title = "\n".join(textwrap.fill(p, int(16 * fig.get_figwidth())) for p in parts)

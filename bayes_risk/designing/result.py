@@ -114,8 +114,8 @@ class DesignResult:
                              "low": lo, "high": hi,
                              "interval": ("Wilson 95 %" if x["interval"] else
                                           "range over the datasets" if x["spread_range"]
-                                          else "") + ("; its top: every flagged record "
-                                                      "counted at risk" if x["flagged"] else ""),
+                                          else "") + ("; its top: the flagged records "
+                                                      "counted at worst" if x["flagged"] else ""),
                              "threshold": x["threshold"], "direction": x["direction"],
                              "unit": x["unit"], "exceeds": x["exceeds"], "stage": x["stage"],
                              "source": x["source"], "passes": r["feasible"],
@@ -167,8 +167,10 @@ class DesignResult:
             cause = x["cause"]
             if x["flagged"]:
                 unit = x["unit"]
+                k = x.get("flagged_at_risk", x["flagged"])
                 cause = (f"{x['flagged']:,} of {x['flagged'] + (x['n'] or 0):,} records flagged "
-                         f"(unstable estimates), counted at risk: {_fmt(x['at_worst'], unit)}; "
+                         f"(unstable estimates), {k:,} of them counted at risk (the others' "
+                         f"bounds rule it out): {_fmt(x['at_worst'], unit)}; "
                          f"the {x['n'] or 0:,} assessed give {_fmt(x['value'], unit)}"
                          + (f"; {cause}" if cause else ""))
             out.append({"line": name, "best": x["at_worst"], "unit": x["unit"],

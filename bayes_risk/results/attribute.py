@@ -17,7 +17,11 @@ from bayes_risk.data.validate import decode_values
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.results import _attribute_plots as _plots
 from bayes_risk.results import _attribute_summary as _words
-from bayes_risk.results._attribute_mc import mc_table  # documented here (docs/api)
+from bayes_risk.results._attribute_mc import (  # mc_table: documented here (docs/api)
+    flagged_at_worst,
+    mc_table,
+    plugin_mc_note,
+)
 from bayes_risk.results._attribute_null import file_null
 from bayes_risk.results._base import RiskResult
 from bayes_risk.results._summary import ResultWarning
@@ -212,16 +216,9 @@ class AttributeRiskResult(RiskResult):
                 "records_high_khat_immaterial": int((hi & ~kf).sum()),
                 "records_p_true_may_overstate": int((over & ~kf).sum()),
             }
-        mc_note: dict[str, Any] = {}
-        if "mc_se_max" in df.columns:  # the smoothed plug-in's Monte Carlo error (its bounds)
-            has = df["mc_se_max"].to_numpy() > 0
-            mf = df["flag_codes"].str.contains("MC_ERROR_HIGH", regex=False).to_numpy()
-            mc_note = {"rule": "material", "level": self.settings.get("mc_level"),
-                       "tolerance": self.settings.get("khat_tolerance"),
-                       "records_with_mc_error": int(has.sum()),
-                       "records_mc_error_immaterial": int((has & ~mf).sum())}
         out = {
             "n_records": int(len(df)),
+            "flagged_at_worst": flagged_at_worst(df[fl], prior, evidence_factor),
             "n_flagged": int(fl.sum()),
             "flag_counts": self._flag_counts(),
             "unflagged": hrw(df[~fl]),
@@ -230,7 +227,7 @@ class AttributeRiskResult(RiskResult):
             "random_guess_baseline": float(np.mean(df["baseline"])) if len(df) else float("nan"),
             "published_estimator": dict(self._degenerate),
             "pareto_khat": khat_note,
-            "plugin_monte_carlo": mc_note,
+            "plugin_monte_carlo": plugin_mc_note(df, self.settings),
             "between_chain_check": self._chain_note(),
             "settings": dict(self.settings),
             "warnings": list(self.warnings),

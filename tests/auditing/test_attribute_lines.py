@@ -114,10 +114,28 @@ def test_flagged_records_are_counted_as_given_evidence_at_worst():
     ev = _lines(s)["prop_evidence"]
     assert ev.value == pytest.approx(5.0) and ev.flagged == 100 and ev.status == "caution"
     assert ("100 of 2000 record(s) flagged and left out (unassessed: treat them as at risk; "
-            "counted as given evidence, the share would be 9.75 %, still within the threshold)"
-            ) in ev.detail
+            "with every one counted as given evidence, the share would be 9.75 %, still within "
+            "the threshold)") in ev.detail
+    assert ev.at_worst == pytest.approx(9.75)
     s["unflagged"]["prop_evidence"] = 0.06  # 114 + 100 of 2,000: 10.7 %
     assert "the share would be 10.7 %, past the threshold" in _lines(s)["prop_evidence"].detail
+
+
+def test_flagged_records_whose_bounds_rule_the_line_out_are_not_counted_at_worst():
+    """100 of 2,000 flagged, of which the bounds (Monte Carlo or k̂) let 30 give evidence and
+    10 be ranked first: at worst (6 % of 1,900 + 30) / 2,000 = 7.2 % and (0 + 10) / 2,000 =
+    0.5 % — not 10.7 % and 5 % with every flagged record counted."""
+    s = copy.deepcopy(FLAT)
+    s["n_flagged"] = 100
+    s["flagged_at_worst"] = {"prop_top": 10, "prop_evidence": 30}
+    s["unflagged"].update(n_records=1900, prop_evidence=0.06)
+    lines = _lines(s)
+    ev, top = lines["prop_evidence"], lines["prop_top"]
+    assert ev.flagged == 100 and ev.flagged_at_risk == 30 and ev.status == "caution"
+    assert ev.at_worst == pytest.approx(7.2) and top.at_worst == pytest.approx(0.5)
+    assert ("with 30 of them, those whose Monte Carlo or k̂ bounds do not rule it out (the "
+            "other 70 not) counted as given evidence, the share would be 7.2 %, still within "
+            "the threshold)") in ev.detail
 
 
 def test_the_board_sets_the_factor_and_the_share():

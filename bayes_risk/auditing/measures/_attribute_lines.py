@@ -69,17 +69,23 @@ def attribute_line(plan: AuditPlan, a: StepOutcome, key: str, measure: str,
         value = pct(big[key])
     n_u = int(un.get("n_records") or n - nf)
     left_out = ""
-    if nf:  # the worst case for the flagged records: every one of them counted
-        bound = counted_at_risk(value, n_u, nf)
+    # the worst case for the flagged records: each counted unless its bounds (Monte Carlo or
+    # k̂) rule the line out for it
+    at_risk = (s.get("flagged_at_worst") or {}).get(key, nf) if nf else None
+    if nf:
+        bound = counted_at_risk(value, n_u, nf, at_risk)
+        which = ("every one" if at_risk == nf else
+                 f"{at_risk} of them, those whose Monte Carlo or k̂ bounds do not rule it out "
+                 f"(the other {nf - at_risk} not)")
         left_out = (f"; {nf} of {n} record(s) flagged and left out (unassessed: treat them as "
-                    f"at risk; {counted}, the share would be {bound:.3g} %, "
+                    f"at risk; with {which} {counted}, the share would be {bound:.3g} %, "
                     f"{'still within' if bound <= pct(threshold) else 'past'} the threshold)")
     return Verdict("attribute", measure, value, pct(threshold), "max",
                    step_file(a, "summary.json"),
                    f"{interval}records with stable estimates{left_out}{by_regime}",
                    line_caveats(CAVEATS["attribute"], a.result.warnings), unit="%",
                    spread=f"pooled: the intruder reads all {plan.m} datasets at once, no spread",
-                   intruder=intruder, flagged=nf,
+                   intruder=intruder, flagged=nf, flagged_at_risk=at_risk,
                    count_of=(n_u, "records"),
                    threshold_name=key, worst_case=worst_case)
 
