@@ -129,7 +129,7 @@ def attribute_risk(
     """
     scenario = as_spec(scenario, ScenarioSpec, "scenario", "kind")
     estimator = as_spec(estimator, EstimatorSpec, "estimator", "kind", ESTIMATORS)
-    _check_plugin_replicates(model, estimator.plugin_replicates)
+    check_plugin_replicates(model, estimator.plugin_replicates)
     provenance = check_release_model(model, synthetic, original, allow=allow_other_model)
     if scenario.kind == "two_records":
         return _noted(provenance, synthetic=synthetic, result=_two_records(
@@ -165,23 +165,42 @@ def attribute_risk(
     return _noted(provenance, _assemble.assemble(plan, merge_outputs(outputs)), synthetic)
 
 
-def _check_plugin_replicates(model: Any, replicates: int | None) -> None:
-    """``EstimatorSpec.plugin_replicates`` is the plug-in's own: a setting the model would not
-    use is refused rather than ignored."""
+def check_plugin_replicates(model: Any, replicates: int | None,
+                            unused: str | None = None) -> None:
+    """Refuse an ``EstimatorSpec.plugin_replicates`` that would be ignored: the plug-in's own
+    setting, checked by :func:`attribute_risk` and by the audit before its first step.
+
+    Parameters
+    ----------
+    model : likelihood or None
+        What attribute risk reads (a plug-in draws replicates when its ``replicates`` is set).
+    replicates : int or None
+        The setting (``None``: unset, nothing to check).
+    unused : str, optional
+        Why no likelihood reads it (the audit's attribute step does not run).
+
+    Raises
+    ------
+    ValidationError
+        ``OPTION_UNUSED`` when no replicate would be drawn (``unused``, or a likelihood
+        without them: a random forest's, an unsmoothed CART's, a Bayesian model's);
+        ``OPTION_CONFLICT`` when the plug-in given was built with other ``n_bootstrap``.
+    """
     if replicates is None:
         return
-    have = getattr(model, "n_bootstrap", None)
-    if have is None:
+    if unused is None and getattr(model, "replicates", None) is None:
+        unused = (f"the likelihood of {type(model).__name__} has none (exact: no Monte Carlo "
+                  "terms to replicate; only a CART synthesizer that smooths a column has them)")
+    if unused is not None:
         raise ValidationError(
             f"{arg_name('plugin_replicates', replicates)} sets the Bayesian-bootstrap "
-            "replicates of a CART release's plug-in likelihood; the likelihood of "
-            f"{type(model).__name__} has none (no Monte Carlo terms to replicate).",
-            code="OPTION_CONFLICT")
-    if have != replicates:
+            f"replicates of a smoothed CART release's plug-in likelihood; {unused}. Leave it "
+            "unset.", code="OPTION_UNUSED")
+    if model.n_bootstrap != replicates:
         raise ValidationError(
-            f"{arg_name('plugin_replicates', replicates)} differs from the n_bootstrap={have} "
-            "the plug-in given as model was built with; build it with "
-            f"CARTPlugin(..., n_bootstrap={replicates}) or leave plugin_replicates unset.",
+            f"{arg_name('plugin_replicates', replicates)} differs from the "
+            f"n_bootstrap={model.n_bootstrap} the plug-in given as model was built with; build "
+            f"it with CARTPlugin(..., n_bootstrap={replicates}) or leave plugin_replicates unset.",
             code="OPTION_CONFLICT")
 
 

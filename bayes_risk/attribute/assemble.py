@@ -283,8 +283,9 @@ def _settings(plan: AttributePlan, part: PartitionOutput) -> dict[str, Any]:
     return {
         "estimator": est, "model_class": model.model_class,
         "ratio_form": None if est == "plugin" else model.ratio_form,
-        # the smoothed CART plug-in's Bayesian-bootstrap replicates (EstimatorSpec's)
-        "plugin_replicates": getattr(model, "n_bootstrap", None),
+        # the smoothed CART plug-in's Bayesian-bootstrap replicates (EstimatorSpec's; None:
+        # the likelihood draws none)
+        "plugin_replicates": getattr(model, "replicates", None),
         "scenario": data.scenario, "known": data.known, "columns": list(data.vary),
         "candidates": "callable" if spec is None else spec.to_dict(),
         "prior": plan.prior.label(), "H": plan.draws.H, "H_augmented": plan.augmented.n_draws,

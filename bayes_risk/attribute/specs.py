@@ -57,7 +57,9 @@ REFIT_COST_HELP = (
 PLUGIN_REPLICATES_HELP = (
     "Bayesian-bootstrap replicates per tree node of a smoothed CART release's plug-in "
     "likelihood (default: the plug-in's, CARTPlugin n_bootstrap); more replicates lower the "
-    "Monte Carlo error that flags records MC_ERROR_HIGH, at about proportional time")
+    "Monte Carlo error that flags records MC_ERROR_HIGH, at about proportional time; refused "
+    "(OPTION_UNUSED) with a likelihood that draws none (no smoothed column, a random forest, a "
+    "Bayesian model), and passed by a design only to the candidates that draw them")
 
 #: ``delta`` of the largest-value scenarios: :func:`bayes_risk.attribute.summaries.largest_value`'s
 DEFAULT_DELTA = 0.05
@@ -341,7 +343,9 @@ class EstimatorSpec:
         (:class:`~bayes_risk.models.CARTPlugin`'s ``n_bootstrap``, default its own): where the
         plug-in is built from the release's synthesizer (the command line, the audit,
         :func:`~bayes_risk.models.release_likelihood`), it is built with these; a plug-in given
-        as ``model`` must have been built with them.
+        as ``model`` must have been built with them. Where none would be drawn (no smoothed
+        column, a random forest, a Bayesian model, or the audit's attribute step does not
+        run), it is refused before any work (``OPTION_UNUSED``).
 
     Raises
     ------

@@ -379,6 +379,8 @@ def _preflight(ctx: Any, steps: Sequence[Any]) -> None:
                 if (m.applies is None or m.applies(ctx) is None) and m.preflight is not None:
                     m.preflight(ctx)
             except (ValidationError, SchemaError) as err:
+                if getattr(err, "code", None) == "OPTION_UNUSED":
+                    raise  # an option the step would not use: skipping the step is no cure
                 failed.append((m.name, err))
     if failed:
         err = failed[0][1]

@@ -126,7 +126,9 @@ class AuditSettings:
         release's plug-in) of the attribute step's :class:`~bayes_risk.EstimatorSpec` (default
         ``"auto"``); any other field is refused. ``plugin_replicates`` is the attribute
         step's alone: the membership step's CART plug-in has no replicates (it covers CART
-        without smoothing, whose plug-in probabilities are exact).
+        without smoothing, whose plug-in probabilities are exact); it is refused before any
+        step (``OPTION_UNUSED``) when the attribute step does not run or its likelihood draws
+        no replicate.
     combining_rules : {"auto", "partial", "full-same-n", "full-population", "partial-sample"}
         Combining rules of the interval overlaps (``rules`` of
         :class:`~bayes_risk.utility.OverlapSpec`).
@@ -218,9 +220,10 @@ class AuditSettings:
                      "stabilised estimator (default: the model's draws). " + REFIT_COST_HELP},
         refit_cache={"group": SETTINGS_GROUP},
         plugin_replicates={"group": SETTINGS_GROUP,
-                           "help": f"{PLUGIN_REPLICATES_HELP}. The attribute step's plug-in "
-                           "only: the membership step's has no replicates (it covers CART "
-                           "without smoothing, whose plug-in probabilities are exact)"}))
+                           "help": f"{PLUGIN_REPLICATES_HELP}. Refused too when the attribute "
+                           "step does not run. The attribute step's plug-in only: the membership "
+                           "step's has no replicates (it covers CART without smoothing, whose "
+                           "plug-in probabilities are exact)"}))
     combining_rules: str = field(default="auto", metadata=cli_option(
         "--combining-rules", RULES_HELP + " (the utility step)",
         choices=("auto", *COMBINING_RULES)))

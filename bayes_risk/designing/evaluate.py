@@ -18,6 +18,7 @@ import pandas as pd
 
 from bayes_risk._terminal import say
 from bayes_risk.designing.space import REMEDIES, fit_key, stable_seed
+from bayes_risk.exceptions import ValidationError
 from bayes_risk.results.business import wilson_interval
 
 #: one-sided confidence of the subsample screen: a candidate is excluded on a subsample of
@@ -86,6 +87,8 @@ class Evaluator:
         self.expensive = [m.name for m in measures() if not m.cheap]
         self._fit: tuple[str, Any] | None = None  # one fitted model held at a time
         self._model_lines: dict[str, list[dict[str, Any]]] = {}
+        #: whether the attribute step of a release (``model_lines``' key) used plugin_replicates
+        self.replicates_used: dict[str, bool] = {}
         self.n_fits = 0
 
     def model(self, cand: Mapping[str, Any], tag: str = "search") -> Any:
@@ -132,12 +135,22 @@ class Evaluator:
         s = self.settings.replace(skip=skip or None,
                                   attribute_records=records if records is not None
                                   else self.settings.attribute_records)
+        kw = dict(known=self.known, model=model, thresholds=self.thresholds, progressbar=False,
+                  random_seed=int(np.random.SeedSequence(seed).generate_state(1)[0]), out=out)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # each line carries the codes that question it
-            return audit(self.original, release, known=self.known, model=model,
-                         settings=s, thresholds=self.thresholds,
-                         random_seed=int(np.random.SeedSequence(seed).generate_state(1)[0]),
-                         progressbar=False, out=out)
+            try:
+                return audit(self.original, release, settings=s, **kw)
+            except ValidationError as err:
+                if err.code != "OPTION_UNUSED" or s.attribute_estimator.plugin_replicates is None:
+                    raise
+            # plugin_replicates is the smoothed CART plug-in's: the audit refuses it, before
+            # any work, where its attribute step does not run or draws no replicate (another
+            # method, no smoothing, a remedy, a screen without the step); that one goes on
+            # without it (the candidate's record says which used it)
+            est = replace(s.attribute_estimator, plugin_replicates=None)
+            return audit(self.original, release, settings=s.replace(attribute_estimator=est),
+                         **kw)
 
     def model_lines(self, cand: Mapping[str, Any], model: Any, before: Any
                     ) -> list[dict[str, Any]]:
@@ -145,7 +158,7 @@ class Evaluator:
         membership, …) of the release before any remedy: a subsample of records first, whose
         share past its threshold at the screen's confidence excludes the release, then every
         record. Shared by the remedies of one release."""
-        key = fit_key(cand) + f"|m={cand['m']}"
+        key = release_key(cand)
         if key in self._model_lines:
             return self._model_lines[key]
         seed = stable_seed(self.seed, "audit-model", key)
@@ -158,6 +171,7 @@ class Evaluator:
             rng = np.random.default_rng(seed)
             sub = np.sort(rng.choice(n, size=k, replace=False)).tolist()
             res = self.audit(before, model, ["attribute"], seed, records=sub)
+            self.replicates_used[key] = replicates_used(res)
             screen = [line_record(v, f"subsample of {k} records") for v in res.verdicts]
             if res.failed_steps:
                 return self._keep(key, screen, res)
@@ -165,6 +179,7 @@ class Evaluator:
                 self._model_lines[key] = screen
                 return screen
         res = self.audit(before, model, self.expensive, seed)
+        self.replicates_used[key] = replicates_used(res)
         lines = [line_record(v, "all records") for v in res.verdicts]
         return self._keep(key, lines, res)
 
@@ -183,10 +198,27 @@ class Evaluator:
         res = self.audit(rel, None if remedied else model, self.cheap, seed)
         lines = [line_record(v, "first screen") for v in res.verdicts]
         lines += [_failed_line(s) for s in res.failed_steps]
+        used = False
         if not any(x["exceeds"] for x in lines):
             src = "release before the remedy" if remedied else "this release"
             lines += [{**x, "source": src} for x in self.model_lines(cand, model, before)]
-        return candidate_record(cand, lines, time.perf_counter() - t0, time.process_time() - c0)
+            used = self.replicates_used.get(release_key(cand), False)
+        rec = candidate_record(cand, lines, time.perf_counter() - t0, time.process_time() - c0)
+        if self.settings.attribute_estimator.plugin_replicates is not None:
+            rec["plugin_replicates_used"] = used
+        return rec
+
+
+def release_key(cand: Mapping[str, Any]) -> str:
+    """The key of a candidate's release before any remedy (its fit and ``m``)."""
+    return fit_key(cand) + f"|m={cand['m']}"
+
+
+def replicates_used(res: Any) -> bool:
+    """Whether the audit ``res`` ran its attribute step with ``plugin_replicates``."""
+    plan = getattr(res, "plan", None)  # none: every step of the screen skipped
+    return (plan is not None and plan.given.attribute_estimator.plugin_replicates is not None
+            and any(st.name == "attribute" and st.status == "ran" for st in res.steps))
 
 
 class _Nothing:

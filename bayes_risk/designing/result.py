@@ -95,7 +95,10 @@ class DesignResult:
                          self.objective: self._objective(r), "passes": r["feasible"],
                          "excluded_by": "; ".join(r["failed_lines"]),
                          "caution": "; ".join(r["caution"]),
-                         "screen": _screen(r), "seconds": round(r["seconds"], 1)})
+                         "screen": _screen(r), "seconds": round(r["seconds"], 1),
+                         # with plugin_replicates given: whether its attribute step used them
+                         **({"plugin_replicates_used": r["plugin_replicates_used"]}
+                            if "plugin_replicates_used" in r else {})})
         return pd.DataFrame(rows)
 
     def frontier_frame(self) -> pd.DataFrame:
@@ -253,6 +256,13 @@ class DesignResult:
         out.append(f"- stopped: {self.stop}; {len(self.candidates)} candidate(s) audited, "
                    f"{sum(r['feasible'] for r in self.candidates)} pass every line "
                    f"({self.n_fits} fit(s) in this process: a resume counts its own)")
+        used = [i for i, r in enumerate(self.candidates, start=1)
+                if r.get("plugin_replicates_used")]
+        if any("plugin_replicates_used" in r for r in self.candidates):
+            out.append("- plugin_replicates (--plugin-replicates): used by the attribute step of "
+                       + (f"candidate(s) {', '.join(map(str, used))}" if used else "no candidate")
+                       + " (a smoothed CART plug-in); the others' audits ran without it (their "
+                       "likelihood draws no replicate, or their attribute step did not run)")
         if self.peak_memory:
             from bayes_risk._memory import format_bytes
 

@@ -889,7 +889,9 @@ def test_mc_error_material_rule_against_the_exact_likelihood():
 def test_more_plugin_replicates_flag_fewer_records():
     """``EstimatorSpec.plugin_replicates`` reaches the plug-in built from the synthesizer (the
     result records it), more replicates flag fewer records ``MC_ERROR_HIGH``, whose explanation
-    names the setting; a plug-in built otherwise, or a model with no replicates, is refused."""
+    names the setting; a plug-in built otherwise is refused (``OPTION_CONFLICT``), and a
+    likelihood that draws no replicate (a random forest's, an unsmoothed CART's) too
+    (``OPTION_UNUSED``)."""
     from bayes_risk.models import plugin_likelihood
     from bayes_risk.models.trees.random_forest import RandomForestSynthesizer
 
@@ -916,3 +918,11 @@ def test_more_plugin_replicates_flag_fewer_records():
     with pytest.raises(ValidationError, match="plugin_replicates=50 sets .* RFPlugin has none"):
         attribute_risk(ce, zs, model=plugin_likelihood(rf, ce, n_bootstrap=50),
                        estimator=EstimatorSpec(plugin_replicates=50), **kw)
+    exact = cart_mod.CARTSynthesizer().fit(ce, schema=sc, synthesized=["Income"], random_seed=1)
+    plug = plugin_likelihood(exact, ce, n_bootstrap=50)
+    assert plug.n_bootstrap == 50 and plug.replicates is None  # nothing smoothed: exact
+    with pytest.raises(ValidationError, match="plugin_replicates=50 sets .* CARTPlugin has "
+                       "none") as info:
+        attribute_risk(ce, list(exact.synthesize(2, random_seed=2)), model=plug,
+                       estimator=EstimatorSpec(plugin_replicates=50), **kw)
+    assert info.value.code == "OPTION_UNUSED"

@@ -203,7 +203,8 @@ def test_attribute_section_states_what_was_computed(audited, report, tmp_path):
     res, out = audited
     a = res.step("attribute")
     assert a.extra["summary"]["settings"]["estimator"] == "plugin"
-    assert a.extra["summary"]["settings"]["plugin_replicates"] == 500  # the plug-in's default
+    # no column smoothed: the plug-in's likelihood is exact, no replicate drawn
+    assert a.extra["summary"]["settings"]["plugin_replicates"] is None
     assert a.result.records["khat_max"].isna().all()
     html = report[0].read_text()
     sec = html[html.index('<section id="attribute">'):html.index('<section id="disclosure">')]
@@ -300,19 +301,6 @@ def test_plain_files_without_model_skip_attribute(release, tmp_path):
     assert a.status == "skipped" and "(model=...)" in a.reason and "method: external" in a.reason
     assert res.step("disclosure").status == "ran"
     assert list(res.step("disclosure").result) == ["Income"]
-
-
-def test_the_plugin_replicates_reach_the_attribute_steps_plugin(release):
-    """``EstimatorSpec.plugin_replicates`` (``audit --plugin-replicates``) builds the attribute
-    step's plug-in of a CART release."""
-    orig, syn = release
-    res = br.audit(str(orig), str(syn), known=KNOWN, random_seed=2, progressbar=False,
-                   settings=br.AuditSettings(
-                       sweep=None, attribute_records=range(5),
-                       attribute_estimator=br.EstimatorSpec(plugin_replicates=50),
-                       skip=["utility", "posterior_identification", "disclosure", "membership",
-                             "attacks"]))
-    assert res.step("attribute").extra["summary"]["settings"]["plugin_replicates"] == 50
 
 
 def test_posterior_identification_on_a_cart_release(audited_posterior, tmp_path):

@@ -188,17 +188,15 @@ def test_cli_tree_release_without_model(method, tmp_path, capsys):
                     "-q", "--out", str(tmp_path / "att_psis")]) == 2
     err = capsys.readouterr().err
     assert "[OPTION_CONFLICT]" in err and "--refit-draws, --psis: not with a plug-in" in err
-    # --plugin-replicates reaches the CART plug-in (recorded); the forest's has no replicates
+    # the plug-ins of these releases (no smoothed column) draw no replicates: recorded as none,
+    # and --plugin-replicates refused before any work, nothing written
+    assert summary["settings"]["plugin_replicates"] is None
     rc = run_cli(["attribute", str(orig), str(syn_dir), "--records", "0-4", "--random-seed", "4",
                   "--plugin-replicates", "50", "-q", "--out", str(tmp_path / "att_reps")])
-    if method == "cart":
-        assert rc == 0
-        reps = json.loads((tmp_path / "att_reps" / "summary.json").read_text())
-        assert reps["settings"]["plugin_replicates"] == 50
-        assert summary["settings"]["plugin_replicates"] == 500  # the plug-in's default
-    else:
-        err = capsys.readouterr().err
-        assert rc == 2 and "[OPTION_CONFLICT]" in err and "--plugin-replicates 50 sets" in err
+    err = capsys.readouterr().err
+    assert rc == 2 and "[OPTION_UNUSED]" in err and "--plugin-replicates 50 sets" in err, err
+    assert f"{'CART' if method == 'cart' else 'RF'}Plugin has none" in err
+    assert not (tmp_path / "att_reps").exists()
 
 
 def test_cli_true_value_zero_uses_the_stated_fallback(tmp_path, capsys):

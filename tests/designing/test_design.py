@@ -422,3 +422,52 @@ def test_real_design_remedy_carries_the_lines_of_the_release_before_it(real):
     assert att and all(x["source"] == "release before the remedy" for x in att)
     same = {x["measure"]: x["value"] for x in plain["lines"] if x["step"] == "attribute"}
     assert all(same[x["measure"]] == x["value"] for x in att)
+
+
+def test_plugin_replicates_reach_the_candidates_that_use_them(ce, monkeypatch):
+    """``plugin_replicates`` given to a design of smoothed and unsmoothed CART candidates, with
+    a remedy: the smoothed candidates' attribute step uses them (its summary records them);
+    the audits that would not (an unsmoothed CART's exact likelihood, the first screen
+    without the attribute step, the remedied release's re-audit, where the step is withheld)
+    run without them, none failing, and the report says which candidates used them."""
+    from bayes_risk.designing import evaluate
+
+    audited = []
+    real_audit = evaluate.Evaluator.audit
+
+    def audit(self, release, model, steps, seed, **kw):
+        res = real_audit(self, release, model, steps, seed, **kw)
+        if getattr(res, "plan", None) is not None and res.plan.attribute_source is not None:
+            audited.append((getattr(model, "smoothed_", None), res))
+        return res
+
+    monkeypatch.setattr(evaluate.Evaluator, "audit", audit)
+    res = br.design(ce, known=["Age", "Urban", "Income"], categorical=CAT,
+                    space=DesignSpace(columns=[["Tenure", "Income"]], knobs={"cart": {
+                        "min_leaf": [20], "smoothing": [False, True]}}, m=[2],
+                        remedies=["none", "smooth"]),
+                    thresholds={"prop_top": 0.99, "prop_evidence": 0.99},
+                    settings=br.AuditSettings(
+                        skip=[s for s in REAL_STEPS if s not in ("utility", "attribute")],
+                        attribute_records=range(5),
+                        attribute_estimator=br.EstimatorSpec(plugin_replicates=20)),
+                    search=SearchSpec(screen_records=None), random_seed=3, progressbar=False)
+    assert len(res.candidates) == 4 and not any(r["failed_lines"] for r in res.candidates)
+    used = {(r["settings"]["knobs"]["smoothing"], r["settings"]["remedy"]):
+            r["plugin_replicates_used"] for r in res.candidates}
+    # a remedied candidate's attribute line is its release's before the remedy: used there
+    assert used == {(False, "none"): False, (False, "smooth"): False,
+                    (True, "none"): True, (True, "smooth"): True}
+    ran = [(sm, r.step("attribute").extra["summary"]["settings"]["plugin_replicates"])
+           for sm, r in audited if r.step("attribute").status == "ran"]
+    assert {(bool(sm), reps) for sm, reps in ran} == {(False, None), (True, 20)}
+    frame = res.candidates_frame()
+    assert frame["plugin_replicates_used"].tolist() == [
+        used[(r["settings"]["knobs"]["smoothing"], r["settings"]["remedy"])]
+        for r in res.candidates]
+    text = str(res)
+    numbers = ", ".join(str(i) for i, r in enumerate(res.candidates, start=1)
+                        if r["plugin_replicates_used"])
+    assert f"plugin_replicates (--plugin-replicates): used by the attribute step of " \
+           f"candidate(s) {numbers}" in text
+    assert res.chosen is not None and res.confirmations  # the fresh re-audit ran too

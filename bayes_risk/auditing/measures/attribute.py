@@ -16,7 +16,7 @@ import pandas as pd
 
 from bayes_risk._io import write_json
 from bayes_risk._thresholds import builtin_thresholds
-from bayes_risk.attribute.api import attribute_risk
+from bayes_risk.attribute.api import attribute_risk, check_plugin_replicates
 from bayes_risk.attribute.run import attribute_run
 from bayes_risk.auditing import remedies
 from bayes_risk.auditing.context import (
@@ -42,7 +42,7 @@ from bayes_risk.auditing.measures._attribute_lines import (
     privacy_words,
 )
 from bayes_risk.auditing.outcome import Measure, StepOutcome, step_file
-from bayes_risk.auditing.plan import AuditPlan, post_processed, post_processing
+from bayes_risk.auditing.plan import AuditPlan, post_processed, post_processing, skip_arg
 from bayes_risk.auditing.report_blocks import (
     TOP_N,
     Block,
@@ -537,8 +537,17 @@ def attribute_resolve(plan: AuditPlan, original: pd.DataFrame, release: Any,
                       schema: Any) -> str | None:
     """Why the step is withheld: a post-processed release, which no model's likelihood
     describes (``None``: it is not), saying whether the lines of the release before the remedy
-    bound this one's (recorded in ``plan.bounded_before``)."""
+    bound this one's (recorded in ``plan.bounded_before``). ``plugin_replicates`` is refused
+    here when the step will not run (``OPTION_UNUSED``; :func:`attribute_preflight` refuses it
+    where the step's likelihood draws no replicate): never ignored, and before any step."""
     why = post_processed(release)
+    unused = (f"the attribute step is skipped as asked ({skip_arg([MEASURE.name])})"
+              if MEASURE.name in plan.skip else
+              f"the attribute step is withheld: {why}" if why is not None else
+              "the attribute step does not run: no fitted model was given and the release's "
+              "synthesizer has no plug-in likelihood" if plan.attribute_source is None else None)
+    if unused is not None:
+        check_plugin_replicates(None, plan.given.attribute_estimator.plugin_replicates, unused)
     if why is None:
         return None
     bound = bounded_by_before(post_processing(release), plan.known)
@@ -553,11 +562,16 @@ def attribute_resolve(plan: AuditPlan, original: pd.DataFrame, release: Any,
 
 def attribute_preflight(ctx: StepContext) -> None:
     """Load and check the likelihood's source before the first step: the fitted model given,
-    else the synthesizer rebuilt from the release's manifest."""
+    else the synthesizer rebuilt from the release's manifest; with ``plugin_replicates``, the
+    likelihood built and checked to draw them, as ``attribute_risk`` checks it (a random
+    forest's, an unsmoothed CART's or a Bayesian model's draws none: ``OPTION_UNUSED``)."""
     if ctx.model is not None:
         loaded_model(ctx)
     else:
         rebuilt_synthesizer(ctx)
+    replicates = ctx.plan.given.attribute_estimator.plugin_replicates
+    if replicates is not None:
+        check_plugin_replicates(_attribute_model(ctx), replicates)
 
 
 #: what of the step runs on the audit's executor (``audit(executor=...)``)

@@ -358,6 +358,9 @@ class CARTPlugin(PluginBase):
     model_class : "O"
     schema_ : Schema
         The synthesizer's schema.
+    replicates : int or None
+        The replicates its likelihood draws: ``n_bootstrap`` when the synthesizer smooths a
+        column, else ``None`` (exact: no Monte Carlo terms).
 
     Raises
     ------
@@ -496,6 +499,12 @@ class CARTPlugin(PluginBase):
             }
             self._cache["__polya__"] = tables
         return tables
+
+    @property
+    def replicates(self) -> int | None:
+        """``n_bootstrap`` when a column is smoothed, else ``None``: an unsmoothed tree's
+        likelihood is exact (Pólya-urn counts), with no replicate drawn."""
+        return self.n_bootstrap if self._smoothed else None
 
     def _exact(self, n: int) -> bool:
         """Whether a node of ``n`` donors averages over every bootstrap multiplicity vector
