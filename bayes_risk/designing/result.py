@@ -171,9 +171,11 @@ class DesignResult:
             if x["flagged"]:
                 unit = x["unit"]
                 k = x.get("flagged_at_risk", x["flagged"])
+                which = ("" if k == x["flagged"] else
+                         f" ({k:,} of them: the others' bounds rule the line out)")
                 cause = (f"{x['flagged']:,} of {x['flagged'] + (x['n'] or 0):,} records flagged "
-                         f"(unstable estimates), {k:,} of them counted at risk (the others' "
-                         f"bounds rule it out): {_fmt(x['at_worst'], unit)}; "
+                         f"(unstable estimates), counted at risk{which}: "
+                         f"{_fmt(x['at_worst'], unit)}; "
                          f"the {x['n'] or 0:,} assessed give {_fmt(x['value'], unit)}"
                          + (f"; {cause}" if cause else ""))
             out.append({"line": name, "best": x["at_worst"], "unit": x["unit"],

@@ -74,33 +74,30 @@ def plugin_mc_note(records: pd.DataFrame, settings: Mapping[str, Any]) -> dict[s
             "records_mc_error_immaterial": int((has & ~mf).sum())}
 
 
-def flagged_at_worst(flagged: pd.DataFrame, prior: pd.Series | None,
+def flagged_at_worst(flagged: pd.DataFrame, bf_upper: np.ndarray | None,
                      evidence_factor: float) -> dict[str, int]:
     """How many of the ``flagged`` records each share counts at risk at its worst case
     (``flagged_at_worst`` of the summary): a record flagged for its bounds alone
     (:data:`BOUND_FLAGS`) where they allow it — the truth ranked first (``is_top_upper``), its
-    Bayes factor at ``p_true_upper`` at least ``evidence_factor`` — and every other one.
+    Bayes factor at ``p_true_upper`` (``bf_upper``; ``None``: no evidence share) at least
+    ``evidence_factor`` — and every other one.
 
     Examples
     --------
     >>> recs = pd.DataFrame({"flag_codes": ["MC_ERROR_HIGH", "MC_ERROR_HIGH", "LOW_ESS_Q"],
     ...                      "p_true_upper": [0.6, 0.05, np.nan],
     ...                      "is_top_upper": [1.0, 0.0, np.nan]})
-    >>> flagged_at_worst(recs, pd.Series([0.1, 0.1, 0.1]), 3.0)
+    >>> flagged_at_worst(recs, np.array([13.5, 0.47, np.nan]), 3.0)
     {'prop_top': 2, 'prop_evidence': 2}
     """
-    from bayes_risk.results.attribute import bayes_factor
-
     bounded = np.zeros(len(flagged), dtype=bool)
-    up = np.full(len(flagged), np.nan)
     if "p_true_upper" in flagged.columns:
-        up = flagged["p_true_upper"].to_numpy(dtype=float)
         only = flagged["flag_codes"].map(lambda s: set(s.split(";")) <= BOUND_FLAGS)
-        bounded = only.to_numpy(dtype=bool) & np.isfinite(up)
+        bounded = only.to_numpy(dtype=bool) & np.isfinite(
+            flagged["p_true_upper"].to_numpy(dtype=float))
     top = flagged["is_top_upper"].to_numpy(dtype=float) > 0 if bounded.any() else bounded
     out = {"prop_top": int(np.sum(~bounded | top))}
-    if prior is not None:
+    if bf_upper is not None:
         with np.errstate(invalid="ignore"):
-            bf = bayes_factor(up, prior[flagged.index].to_numpy())
-        out["prop_evidence"] = int(np.sum(~bounded | (bf >= evidence_factor)))
+            out["prop_evidence"] = int(np.sum(~bounded | (bf_upper >= evidence_factor)))
     return out

@@ -218,7 +218,11 @@ class AttributeRiskResult(RiskResult):
             }
         out = {
             "n_records": int(len(df)),
-            "flagged_at_worst": flagged_at_worst(df[fl], prior, evidence_factor),
+            "flagged_at_worst": flagged_at_worst(df[fl], None if prior is None else bayes_factor(
+                df.loc[fl, "p_true_upper"] if "p_true_upper" in df else np.full(int(fl.sum()),
+                                                                                 np.nan),
+                prior[fl]),
+                evidence_factor),
             "n_flagged": int(fl.sum()),
             "flag_counts": self._flag_counts(),
             "unflagged": hrw(df[~fl]),

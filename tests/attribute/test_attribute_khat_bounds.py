@@ -126,13 +126,13 @@ def test_khat_material_rule_small_and_large_mass():
     # record 2: truth second; the candidate above it is untrusted -> could become top
     ll2 = np.array([0.0, 0.001, -50.0, -50.0])
     d2 = {"loglik_lo": np.array([0.0, -np.inf, -50, -50]), "loglik_hi": ll2.copy()}
-    p_lo, p_up, mat = _khat_material([ll0, ll1, ll2], [d0, d1, d2], [flat] * 3, g0, 0.01)
+    p_lo, p_up, mat, _ = _khat_material([ll0, ll1, ll2], [d0, d1, d2], [flat] * 3, g0, 0.01)
     assert mat.tolist() == [False, True, True]
     assert p_up[0] == pytest.approx(1 / 3) and p_lo[0] == 0.0
     assert p_up[1] == pytest.approx(1 / 3) and p_lo[1] == pytest.approx(0.25)
     assert p_up[2] > 0.99
     # records without bounds (other estimators) get nan and no flag
-    p_lo, p_up, mat = _khat_material([ll0], [{}], [flat], g0[:1], 0.01)
+    p_lo, p_up, mat, _ = _khat_material([ll0], [{}], [flat], g0[:1], 0.01)
     assert np.isnan(p_lo[0]) and np.isnan(p_up[0]) and not mat[0]
 
 
@@ -215,10 +215,12 @@ def test_prior_sensitivity_reports_each_priors_bounds_and_flags():
     priors = ["uniform", "truth-weighted:100000"]
     sweep = prior_sensitivity(res, priors=priors)
     assert list(sweep["prior"]) == priors
-    assert list(sweep.columns[-3:]) == ["p_true_lower", "p_true_upper", "flag_codes"]
+    assert list(sweep.columns[-4:]) == ["p_true_lower", "p_true_upper", "is_top_upper",
+                                        "flag_codes"]
     for p, (_, row) in zip(priors, sweep.iterrows(), strict=True):
         ref = with_prior(res, prior=p, bootstrap=False).records.iloc[0]
-        for key in ("p_true", "rank_min", "p_true_lower", "p_true_upper", "flag_codes"):
+        for key in ("p_true", "rank_min", "p_true_lower", "p_true_upper", "is_top_upper",
+                    "flag_codes"):
             assert row[key] == ref[key]
     assert "KHAT_HIGH" in sweep["flag_codes"].iloc[0]
     assert "KHAT_HIGH" not in sweep["flag_codes"].iloc[1]
@@ -353,12 +355,14 @@ def test_bounds_bracket_p_true_and_flags_are_monotone(ll_list, data):
     d = {"loglik_lo": ll - down, "loglik_hi": ll + up}
     lp = np.full(g, -np.log(g))
     p = float(np.exp(ll[t] - np.logaddexp.reduce(ll)))
-    p_lo, p_up, m1 = _khat_material([ll], [d], [lp], np.array([t]), 0.01)
+    p_lo, p_up, m1, top1 = _khat_material([ll], [d], [lp], np.array([t]), 0.01)
     if not (np.any(down > 0) or np.any(up > 0)):  # every interval a point: no range
         assert np.isnan(p_lo[0]) and np.isnan(p_up[0]) and not m1[0]
         return
     assert p_lo[0] <= p * (1 + 1e-12) and p <= p_up[0] * (1 + 1e-12)
-    _, _, m2 = _khat_material([ll], [d], [lp], np.array([t]), 0.2)
+    # the truth ranked first now can be ranked first within its bounds
+    assert top1[0] == 1.0 or ll[t] < np.max(np.delete(ll, t), initial=-np.inf)
+    _, _, m2, _ = _khat_material([ll], [d], [lp], np.array([t]), 0.2)
     assert m1[0] or not m2[0]
     if not (np.any(np.isinf(down)) or np.any(down > 0)):
         assert not m1[0]  # nothing can raise p_true: never flagged
