@@ -84,11 +84,12 @@ def _refit_time(ctx: Any) -> str:
 
 
 #: CART's plug-in likelihood with smoothed columns: each smoothed value's kernel density is a
-#: Monte Carlo sum over every candidate and dataset (CE-like tables, smoothed CART releases:
-#: 400 records, m = 2 and 5, 2–3 columns guessed, 2 smoothed: 0.83–1.05 ms a unit; 1,000
-#: records, m = 5, the README's release smoothed: 0.89 ms; 2,000 records, m = 3: 0.98 ms;
-#: benchmarks/README.md, attribute.SmoothedCARTPlugin)
-_SMOOTHED_RATE = ("records x columns guessed x smoothed columns x datasets", 0.75e-3, 1.3e-3)
+#: Monte Carlo sum over every candidate and dataset (CE-like tables, smoothed CART releases, the
+#: audit's attribute step alone, CPU seconds, 2 cores at a load of 8, 2026-11-29: 400 records,
+#: m = 2 and 5, 2–3 columns guessed, 2 smoothed: 0.40–0.64 ms a unit; 1,000 records, m = 5,
+#: the README's release smoothed: 0.49–0.52 ms (0.44 ms at a load of 2–4); 2,000 records,
+#: m = 3: 0.58–0.59 ms; benchmarks/README.md, attribute.SmoothedCARTPlugin)
+_SMOOTHED_RATE = ("records x columns guessed x smoothed columns x datasets", 0.35e-3, 0.8e-3)
 
 
 def attribute_work(ctx: StepContext) -> Work | str:
