@@ -353,6 +353,12 @@ def test_each_steps_expected_time_is_its_work_at_the_rates_measured(monkeypatch)
     assert sm[0][0] <= 13.3 and 15.7 <= sm[0][1]
     assert sm[1].startswith("records x columns guessed x smoothed columns x datasets "
                             "1,000 x 3 x 2 x 5 at 350–800 µs each")
+    # measured up to 2,000 records, trusted up to twice that: 300 records of CEdata (5,571)
+    # took about 4 ms a unit, five times the rate's upper end
+    assert memory_plan._step_time(_time_ctx(n=4000, smoothed=["Income"]), "attribute")[0]
+    assert memory_plan._step_time(_time_ctx(n=4001, smoothed=["Income"]), "attribute") == (
+        None, "4,001 records, more than the 4,000 the rate for smoothed columns is trusted for "
+        "(measured up to 2,000)")
     assert memory_plan._step_time(ctx, "membership") == (
         None, "not measured on this machine class")
     # the attacks: 4,000 records x 2 datasets at 1.1–2.1 ms: 8.8–16.8 s (measured 11.1 s);
