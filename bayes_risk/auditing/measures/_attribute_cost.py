@@ -84,17 +84,23 @@ def _refit_time(ctx: Any) -> str:
 
 
 #: CART's plug-in likelihood with smoothed columns: each smoothed value's kernel density is a
-#: Monte Carlo sum over every candidate and dataset (CE-like tables, smoothed CART releases:
-#: 400 records, m = 2 and 5, 2–3 columns guessed, 2 smoothed: 0.83–1.05 ms a unit; 1,000
-#: records, m = 5, the README's release smoothed: 0.89 ms; 2,000 records, m = 3: 0.98 ms;
-#: benchmarks/README.md, attribute.SmoothedCARTPlugin)
-_SMOOTHED_RATE = ("records x columns guessed x smoothed columns x datasets", 0.75e-3, 1.3e-3)
+#: Monte Carlo sum over every candidate and dataset (CE-like tables, smoothed CART releases, the
+#: audit's attribute step alone, CPU seconds, 2 cores at a load of 8, 2026-11-29: 400 records,
+#: m = 2 and 5, 2–3 columns guessed, 2 smoothed: 0.40–0.64 ms a unit; 1,000 records, m = 5,
+#: the README's release smoothed: 0.49–0.52 ms (0.44 ms at a load of 2–4); 2,000 records,
+#: m = 3: 0.58–0.59 ms; benchmarks/README.md, attribute.SmoothedCARTPlugin)
+_SMOOTHED_RATE = ("records x columns guessed x smoothed columns x datasets", 0.35e-3, 0.8e-3)
+#: the originals it was measured up to and is trusted for (twice that, as ``README_SIZES``): a
+#: unit costs more with more donors a node (300 records of CEdata, 5,571 records, 4 columns
+#: guessed, 3 smoothed, m = 2: about 4 ms a unit, 2026-11-29)
+_SMOOTHED_SIZES = (2_000, 4_000)
 
 
 def attribute_work(ctx: StepContext) -> Work | str:
     """The step's work: records x columns guessed with CART's plug-in likelihood, times the
-    smoothed columns and datasets (at their own rate) when columns are smoothed; with a fitted
-    model, its refits' estimate instead (:func:`_refit_time`)."""
+    smoothed columns and datasets (at their own rate, for an original of up to
+    ``_SMOOTHED_SIZES[1]`` records) when columns are smoothed; with a fitted model, its refits'
+    estimate instead (:func:`_refit_time`)."""
     p = ctx.plan
     if p.attribute_source == "model":
         return _refit_time(ctx)
@@ -102,6 +108,10 @@ def attribute_work(ctx: StepContext) -> Work | str:
         return f"measured for CART's plug-in likelihood only, not {p.attribute_source}"
     m = max(p.m, 1)
     k, g, sm = _attribute_sizes(p)[0], max(len(p.synthesized), 1), len(p.smoothed_columns)
+    if sm and p.n_records > _SMOOTHED_SIZES[1]:
+        measured, trusted = _SMOOTHED_SIZES
+        return (f"{p.n_records:,} records, more than the {trusted:,} the rate for smoothed "
+                f"columns is trusted for (measured up to {measured:,})")
     units = k * g * (sm * m if sm else 1)
     return Work(units, units, f"{k:,} x {g}" + (f" x {sm} x {m}" if sm else ""),
                 rate=_SMOOTHED_RATE if sm else None)

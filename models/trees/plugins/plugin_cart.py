@@ -414,7 +414,9 @@ class CARTPlugin(PluginBase):
             pos = np.full(n, -1, dtype=np.int64)  # -1: not a donor (a missing value's value tree)
             pos[tree.donor_rows] = np.arange(tree.donor_rows.size)
             self._pos[key] = pos
-        self._crn: dict[tuple, tuple[np.ndarray, np.ndarray | None]] = {}
+        # ("exact", n): every multiplicity vector and its log weights; a node's key: its drawn
+        # counts, in the narrowest integer type (:meth:`_counts`)
+        self._crn: dict[tuple, Any] = {}
         self._crn_bytes = 0
         self._kept_cap = _CACHE_BYTES
 
@@ -521,7 +523,7 @@ class CARTPlugin(PluginBase):
         exact = self._exact(n)
         c = self._crn.get(("exact", n) if exact else key)
         if c is not None:
-            return c
+            return c if exact else (c.astype(np.float64), None)
         if exact:
             c = compositions(n, self._uniform) if n > 1 else (np.ones((1, 1)), None)
             return self._keep(self._crn, ("exact", n), c, c[0].nbytes * 2)
@@ -529,11 +531,16 @@ class CARTPlugin(PluginBase):
         rng = np.random.Generator(
             np.random.PCG64(np.random.SeedSequence(self._entropy, spawn_key=key)))
         if self._uniform:
-            c = rng.multinomial(n, np.full(n, 1.0 / n), size=R).astype(np.float64)
+            c = rng.multinomial(n, np.full(n, 1.0 / n), size=R)
         else:
             w = rng.standard_exponential((R, n))
-            c = rng.multinomial(n, w / w.sum(axis=1, keepdims=True)).astype(np.float64)
-        return self._keep(self._crn, key, (c, None), c.nbytes)
+            c = rng.multinomial(n, w / w.sum(axis=1, keepdims=True))
+        # kept in the narrowest integer type that holds n (a byte a count in most nodes, an
+        # eighth of the doubles): drawing them again when the bound drops them costs more
+        # than widening them at every use
+        c = c.astype(np.min_scalar_type(n))
+        self._keep(self._crn, key, c, c.nbytes)
+        return c.astype(np.float64), None
 
     def _release(self, synthetic: Sequence[pd.DataFrame]) -> None:
         if synthetic is not self._cache_owner:
