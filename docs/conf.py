@@ -84,13 +84,6 @@ nb_execution_show_tb = True
 nb_execution_timeout = int(os.environ.get("BAYES_RISK_DOCS_CELL_TIMEOUT", "600"))
 nb_merge_streams = True
 nb_execution_in_temp = True  # examples write their output folders into a temporary directory
-# Pages whose cells a test of the suite executes and checks (tests/test_docs.py,
-# EXECUTED_BY_TESTS, names the test): the suite's build reads them without executing them, so
-# that what the test computes is not computed a second time. Their {glue:text} values then do
-# not exist: the role shows the key instead (the test checks that every key is glued and
-# formats). `make docs` does not set the variable: the published pages execute every cell.
-_executed_by_tests = [d for d in os.environ.get("BAYES_RISK_DOCS_EXECUTED_BY_TESTS", "").split(",")
-                      if d]
 #: gallery pages that reproduce a paper on the project's shared data (real data sets, and the R
 #: packages' outputs on them), with the files of shared/ each reads. A clone of the repository
 #: does not have that folder: a build without them shows such a page's code, not executed, under
@@ -100,13 +93,13 @@ SHARED_PAGES: dict[str, list[str]] = {
     "gallery/caiola_reiter_2010": ["data/NYexample_X.csv"],
     "gallery/drechsler_reiter_2008": ["data/NYexample_X.csv", "data/CEdata.csv"],
     "gallery/hornby_hu_2021": ["data/CEdata.csv", "reference/identification"],
+    "gallery/hu_2019": ["data/CEdata_attribute.csv"],
     "gallery/pymc_ce_income": ["data/CEdata.csv"],
 }
 _shared_root = Path(os.environ["BAYES_RISK_SHARED_DATA"]).parent
 _without_shared = {page: missing for page, files in SHARED_PAGES.items()
                    if (missing := [f for f in files if not (_shared_root / f).exists()])}
-_not_executed = [*_executed_by_tests, *_without_shared]
-nb_execution_excludepatterns = [f"{d}.md" for d in _not_executed]
+nb_execution_excludepatterns = [f"{d}.md" for d in _without_shared]
 
 
 def _patient_kernels() -> None:
@@ -210,19 +203,18 @@ def _note_without_shared(app, docname: str, source: list[str]) -> None:
 
 
 def setup(app) -> None:
-    """Pages of ``SHARED_PAGES`` without their files are noted as not executed. In the suite's
-    build (``BAYES_RISK_DOCS_EXECUTED_BY_TESTS``) and on those pages, a ``{glue:text}`` role of
-    a page that is not executed shows its key, as ``<key>``; on every other page the role is
+    """Pages of ``SHARED_PAGES`` without their files are noted as not executed, and on those
+    pages a ``{glue:text}`` role shows its key, as ``<key>``; on every other page the role is
     myst-nb's own, and a missing key is still an error under ``-W``."""
     app.connect("source-read", _note_without_shared)
-    if not _not_executed:
+    if not _without_shared:
         return
     from docutils import nodes
     from myst_nb.ext.glue.roles import PasteTextRole
 
     class _KeyOfNotExecutedPage(PasteTextRole):
         def run(self):
-            if self.document.settings.env.docname in _not_executed:
+            if self.document.settings.env.docname in _without_shared:
                 key = self.text.rsplit(":", 1)[0] if ":" in self.text else self.text
                 return [nodes.literal(self.rawtext, f"<{key}>")], []
             return super().run()
