@@ -85,14 +85,14 @@ def _refit_time(ctx: Any) -> str:
 
 #: CART's plug-in likelihood with smoothed columns: each smoothed value's kernel density is a
 #: Monte Carlo sum over every candidate and dataset (CE-like tables, smoothed CART releases, the
-#: audit's attribute step alone, CPU seconds, 2 cores at a load of 8, 2026-11-29: 400 records,
+#: audit's attribute step alone, CPU seconds, 2 cores at a load of 8: 400 records,
 #: m = 2 and 5, 2–3 columns guessed, 2 smoothed: 0.40–0.64 ms a unit; 1,000 records, m = 5,
 #: the README's release smoothed: 0.49–0.52 ms (0.44 ms at a load of 2–4); 2,000 records,
 #: m = 3: 0.58–0.59 ms; benchmarks/README.md, attribute.SmoothedCARTPlugin)
 _SMOOTHED_RATE = ("records x columns guessed x smoothed columns x datasets", 0.35e-3, 0.8e-3)
 #: the originals it was measured up to and is trusted for (twice that, as ``README_SIZES``): a
 #: unit costs more with more donors a node (300 records of CEdata, 5,571 records, 4 columns
-#: guessed, 3 smoothed, m = 2: about 4 ms a unit, 2026-11-29)
+#: guessed, 3 smoothed, m = 2: about 4 ms a unit; benchmarks/README.md)
 _SMOOTHED_SIZES = (2_000, 4_000)
 
 
