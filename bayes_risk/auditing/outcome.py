@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bayes_risk._constraints import Flag, InstanceOf, check_params, check_value
+from bayes_risk._constraints import Flag, InstanceOf, SequenceOf, check_params, check_value
 from bayes_risk._thresholds import Threshold
 from bayes_risk.exceptions import ValidationError
 
@@ -212,6 +212,10 @@ class Measure:
         ``threshold_name``, ...), the released columns whose synthesis the measure's remedies
         name for it; the design grows the column sets to synthesize from them (``None``: the
         line's remedies are knobs of the synthesizer, no column).
+    remedies : sequence of str
+        The design's remedies (by name, ``bayes_risk.designing.REMEDIES``) that the measure's
+        remedies name for a line past its threshold: a design started from an audit with such
+        a line adds them to its default remedies (``()``: none).
 
     Raises
     ------
@@ -247,14 +251,18 @@ class Measure:
     executor: str = ""
     cheap: bool = False
     covers: Callable[[Mapping[str, Any], Sequence[str], Sequence[str]], list[str]] | None = None
+    remedies: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         check_params(self, {
             "sections": InstanceOf(tuple, "a tuple of functions"),
+            "remedies": SequenceOf(InstanceOf(str, "a remedy's name"), "remedy names",
+                                   min_len=0),
             "cost": [InstanceOf(StepCost, "a bayes_risk.measures.StepCost"), None],
             "executor": InstanceOf(str, "a string, what of the step runs on the audit's "
                                         "executor")},
             owner=f"Measure {self.name!r}: ", code="MEASURE_BROKEN")
+        object.__setattr__(self, "remedies", tuple(self.remedies))  # the record stays hashable
         if not (isinstance(self.thresholds, tuple)
                 and all(isinstance(t, Threshold) and t.measure in ("", self.name)
                         for t in self.thresholds)):

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from bayes_risk.auditing.outcome import Contributions, StepOutcome
+from bayes_risk.data.coding import without_coding
 
 __all__ = ["rise_causes", "remedy_origin", "remedied_columns"]
 
@@ -115,10 +116,12 @@ def _removed(steps: Sequence[Mapping[str, Any]]) -> bool:
 
 
 def _undo(after: Any, before: Any, column: str) -> Any:
-    """The remedied release with ``column`` taken back from the release before the remedy."""
+    """The remedied release with ``column`` taken back from the release before the remedy (and
+    from its manifest's coding bounds, which the measures apply to what the intruder knows)."""
     datasets = [z.assign(**{column: b[column].to_numpy()})
                 for z, b in zip(after.datasets, before.datasets, strict=True)]
-    return dataclasses.replace(after, datasets=datasets)
+    return dataclasses.replace(after, datasets=datasets, extra=without_coding(after.extra,
+                                                                              column))
 
 
 def _rerun(ctx: Any, step: Any, verdict: Any,

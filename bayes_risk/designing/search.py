@@ -35,6 +35,7 @@ from bayes_risk.designing.space import (
     fit_key,
     grown_columns,
     objective_value,
+    remedies_named,
 )
 from bayes_risk.designing.study import (
     constraints,
@@ -237,7 +238,8 @@ def _resolved_space(space: DesignSpace, facts: dict[str, Any] | None, known: lis
                     ) -> DesignSpace:
     """``space`` with its defaults filled from the ``start`` audit (``facts``): the column
     sets grown from its synthesized columns to cover its lines past their thresholds, its
-    method and its ``m`` (and half of it); without a start, ``cart`` and ``m`` 5 and 2."""
+    method and its ``m`` (and half of it), the remedies its lines name (``Measure.remedies``)
+    beside the default ones; without a start, ``cart`` and ``m`` 5 and 2."""
     from bayes_risk.registry import list_synthesizers
 
     base = facts["synthesized"] if facts else []
@@ -253,7 +255,9 @@ def _resolved_space(space: DesignSpace, facts: dict[str, Any] | None, known: lis
     return space.resolved(columns=col_sets,
                           methods=[facts["method"]] if facts and facts.get("method") in
                           list_synthesizers() else ["cart"],
-                          m=sorted({m0, max(1, m0 // 2)}, reverse=True) if facts else [5, 2])
+                          m=sorted({m0, max(1, m0 // 2)}, reverse=True) if facts else [5, 2],
+                          remedies=[r for v in (facts or {}).get("exceeding", [])
+                                    for r in remedies_named(v)])
 
 
 def _search(study: Any, ev: Evaluator, records: dict[str, dict[str, Any]],

@@ -70,8 +70,8 @@ class Remedy:
 
 
 def _numeric_synthesized(schema: Any, cand: Mapping[str, Any]) -> list[str]:
-    """The continuous synthesized columns: those ``sdc()`` smooths and codes (a count column
-    smoothed or coded at a percentile would hold values that are not counts)."""
+    """The continuous synthesized columns: those smoothing and the sdcMicro remedies change (a
+    count column smoothed would hold values that are not counts)."""
     return [c for c in cand["columns"] if c in schema.numeric and schema[c].type == "continuous"]
 
 
@@ -85,20 +85,48 @@ def _smooth(original: Any, release: Any, cand: Mapping[str, Any]) -> Any:
     return sdc(original, release, smooth=cand["numeric_synthesized"])
 
 
+def _coded_columns(schema: Any, cand: Mapping[str, Any]) -> list[str]:
+    """The numeric synthesized columns, counts included: those ``bottom_top`` codes."""
+    return [c for c in cand["columns"] if c in schema.numeric]
+
+
+def _coding_bounds(x: Any, count: bool) -> tuple[float, float]:
+    """A column's bottom and top codes: its 1st and 99th percentiles, or its 5th and 95th
+    where those are its smallest or largest value (a value held by more than 1 % of records,
+    as an original's own top-code: coding at it would change nothing); a count's at whole
+    numbers, inside the percentiles."""
+    import math
+
+    lo, hi = float(x.quantile(0.01)), float(x.quantile(0.99))
+    if lo == float(x.min()):
+        lo = float(x.quantile(0.05))
+    if hi == float(x.max()):
+        hi = float(x.quantile(0.95))
+    return (float(math.ceil(lo)), float(math.floor(hi))) if count else (lo, hi)
+
+
 def _bottom_top(original: Any, release: Any, cand: Mapping[str, Any]) -> Any:
     from bayes_risk.disclosure.sdc import sdc
 
-    bounds = {}
-    for c in cand["numeric_synthesized"]:
+    schema = release.schema
+    bounds, exclude = {}, {}
+    for c in _coded_columns(schema, cand):
+        codes = list(schema[c].missing_codes)
         x = original[c].astype(float)
-        bounds[c] = (float(x.quantile(0.01)), float(x.quantile(0.99)))
-    return sdc(original, release, bottom_top_coding=bounds)
+        bounds[c] = _coding_bounds(x[~x.isin(codes)].dropna(), schema[c].type != "continuous")
+        if codes:
+            exclude[c] = codes
+    return sdc(original, release, bottom_top_coding=bounds, recode_exclude=exclude or None)
 
 
 def _needs_numeric(original: Any, schema: Any, cand: Mapping[str, Any]) -> str | None:
     if not _numeric_synthesized(schema, cand):
         return "no continuous synthesized column"
     return None
+
+
+def _needs_coded(original: Any, schema: Any, cand: Mapping[str, Any]) -> str | None:
+    return None if _coded_columns(schema, cand) else "no numeric synthesized column"
 
 
 def _categorical_synthesized(schema: Any, cand: Mapping[str, Any]) -> list[str]:
@@ -134,6 +162,9 @@ def _needs_synthesized_keys(original: Any, schema: Any, cand: Mapping[str, Any])
     return f"continuous known column(s) {', '.join(cont)}" if cont else None
 
 
+#: the remedies of every space unless it names its own
+DEFAULT_REMEDIES = ("none", "smooth")
+
 #: the remedies by name: synthpop's ``sdc()`` post-processing and sdcMicro's remedies at their
 #: defaults (``bayes-risk remedy``); another is added with :func:`register_remedy` and named on
 #: the ``remedy`` axis
@@ -141,9 +172,12 @@ REMEDIES: dict[str, Remedy] = {
     "none": Remedy("none", _none, lambda *a: None, "the release as synthesized"),
     "smooth": Remedy("smooth", _smooth, _needs_numeric,
                      "synthpop's sdc() smoothing of every continuous synthesized column"),
-    "bottom_top": Remedy("bottom_top", _bottom_top, _needs_numeric,
-                         "synthpop's sdc() bottom and top coding of every continuous "
-                         "synthesized column at the original's 1st and 99th percentiles"),
+    "bottom_top": Remedy("bottom_top", _bottom_top, _needs_coded,
+                         "synthpop's sdc() bottom and top coding of every numeric synthesized "
+                         "column, counts included, at the original's 1st and 99th "
+                         "percentiles (the 5th and 95th where those are its smallest or "
+                         "largest value, held by more than 1 % of records; a count's at whole "
+                         "numbers)"),
     "pram": Remedy("pram", _pram, _needs_categorical,
                    "sdcMicro's invariant PRAM of every categorical synthesized column (pd 0.8, "
                    "alpha 0.5)"),
@@ -176,6 +210,15 @@ def register_remedy(remedy: Remedy) -> Remedy:
                               code="INVALID_ARGUMENT")
     REMEDIES[remedy.name] = remedy
     return remedy
+
+
+def remedies_named(line: Mapping[str, Any]) -> list[str]:
+    """The design's remedies that the audit's remedies name for ``line``, a verdict line past
+    its threshold: its measure's ``Measure.remedies`` that are registered."""
+    from bayes_risk.measures import measures
+
+    named = {m.name: m.remedies for m in measures()}.get(line.get("step"), ())
+    return [r for r in named if r in REMEDIES]
 
 
 def columns_to_cover(line: Mapping[str, Any], known: Sequence[str],
@@ -346,9 +389,11 @@ class DesignSpace:
     m : sequence of int, optional
         Numbers of synthetic datasets. Default: the start release's ``m`` and fewer (``m``
         and ``max(1, m // 2)``), else ``(5, 2)``.
-    remedies : sequence of str
+    remedies : sequence of str, optional
         Names of :data:`REMEDIES` (``"none"``: the release as synthesized). Default
-        ``("none", "smooth")``.
+        ``("none", "smooth")`` and the remedies the start audit's lines past their thresholds
+        name (``Measure.remedies``: ``bottom_top`` for the largest value's relative
+        difference).
     fix : mapping, optional
         ``{axis: value}``: that axis takes this value only. Axes: ``columns`` (a list of
         columns), ``method``, ``m``, ``remedy`` and ``METHOD.SETTING`` (``cart.min_leaf``).
@@ -374,9 +419,11 @@ class DesignSpace:
                    parse=_knobs, group=SPACE)))
     m: Sequence[int] | None = field(default=None, metadata=cli_option(
         "-m", "numbers of synthetic datasets", nargs="+", type=int, metavar="M", group=SPACE))
-    remedies: Sequence[str] = field(default=("none", "smooth"), metadata=cli_option(
+    remedies: Sequence[str] | None = field(default=None, metadata=cli_option(
         "--remedies", "remedies applied after synthesis (none, smooth, bottom_top, or a "
-        "registered one; default none smooth)", nargs="+", metavar="NAME", group=SPACE))
+        "registered one; default none smooth, and those the start audit's lines past their "
+        "thresholds name: bottom_top for the largest value)", nargs="+", metavar="NAME",
+        group=SPACE))
     fix: Mapping[str, Any] = field(default_factory=dict, metadata=cli_option(
         "--fix", "hold an axis at one value (repeat), e.g. m=5 or cart.smoothing=true",
         action="append", metavar="AXIS=VALUE", parse=_fixed, group=SPACE))
@@ -385,7 +432,7 @@ class DesignSpace:
         action="append", metavar="AXIS=V,V", parse=_excluded, group=SPACE))
 
     def __post_init__(self) -> None:
-        for name in self.remedies:
+        for name in self.remedies or ():
             check_value(name, Options(tuple(REMEDIES)), "remedies")
         for method in (self.methods or ()):
             if method not in KNOBS and method not in (self.knobs or {}):
@@ -423,18 +470,21 @@ class DesignSpace:
         return out
 
     def resolved(self, *, columns: Sequence[Sequence[str]], methods: Sequence[str],
-                 m: Sequence[int]) -> DesignSpace:
-        """This space with its defaults filled in."""
+                 m: Sequence[int], remedies: Sequence[str] = ()) -> DesignSpace:
+        """This space with its defaults filled in (``remedies``: added to the default ones)."""
         return DesignSpace(columns=[list(c) for c in (self.columns or columns)],
                            methods=list(self.methods or methods), knobs=self.knobs,
-                           m=list(self.m or m), remedies=list(self.remedies),
+                           m=list(self.m or m),
+                           remedies=list(self.remedies or dict.fromkeys(
+                               [*DEFAULT_REMEDIES, *remedies])),
                            fix=dict(self.fix), exclude=dict(self.exclude))
 
     def axes(self) -> dict[str, list[Any]]:
         """Every axis and its values, before ``fix`` and ``exclude``."""
         out: dict[str, list[Any]] = {"columns": [list(c) for c in self.columns or []],
                                      "method": list(self.methods or []),
-                                     "m": list(self.m or []), "remedy": list(self.remedies)}
+                                     "m": list(self.m or []),
+                                     "remedy": list(self.remedies or DEFAULT_REMEDIES)}
         for method in self.methods or []:
             for k, vals in self.method_knobs(method).items():
                 out[f"{method}.{k}"] = [list(v) if isinstance(v, tuple) else v for v in vals]

@@ -15,6 +15,7 @@ import pandas as pd
 
 from bayes_risk._constraints import COLUMN_NAMES, InstanceOf, Interval, Options, check_value
 from bayes_risk._specs import as_spec, is_integer
+from bayes_risk.data.coding import coded_as_released
 from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.provenance import duplicate_codes
@@ -386,6 +387,9 @@ def disclosure_measures(
     is_compat = compat == "synthpop"
     # record i is never paired with row i: the same records in another order are the same
     datasets, source = as_synthetic_list(synthetic, original=original, row_order=False)
+    # the intruder codes the keys they know at the release's published bounds (the target is
+    # compared at its true value)
+    original, coded = coded_as_released(original, source, keys)
     carried = None if source is None else source.schema
     sub = resolve_inputs(original, datasets, carried, schema, categorical, [*keys, target],
                          target=True, recoded=() if source is None else source.recoded_columns)
@@ -454,7 +458,8 @@ def disclosure_measures(
         "k_anonymity": [int(k) for k in k_anonymity],
         "compat": compat,
         "column_types": {c: sub[c].type for c in [*keys, target]},
-        "replicated_uniques_keys": [*keys, target]}
+        "replicated_uniques_keys": [*keys, target],
+        "keys_coded_as_released": coded}
     return DisclosureMeasures(
         keys=keys, target=target, ident=ident, attrib=attrib, allCAPs=caps,
         replicated_uniques=repu, key_baseline=baseline, diagnostics=diag,

@@ -14,6 +14,7 @@ from bayes_risk._checksums import file_sha256
 from bayes_risk._constraints import InstanceOf, check_params, check_value
 from bayes_risk._io import read_json
 from bayes_risk._specs import argument_checks
+from bayes_risk.data.coding import code_values
 from bayes_risk.data.missing import missing_kinds
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.synthetic import (
@@ -123,15 +124,9 @@ def sdc(
         for col, (bottom, top, exclude) in coding.items():
             low[col], high[col] = [], []
             for z in datasets:
-                x = z[col].to_numpy(dtype=np.float64, na_value=np.nan)
-                free = ~np.isin(x, exclude)
-                below = free & (x < bottom) if bottom is not None else np.zeros(len(x), bool)
-                above = free & (x > top) if top is not None else np.zeros(len(x), bool)
-                coded = pd.Series(np.where(below, bottom, np.where(above, top, x)), index=z.index)
-                # an integer column coded at integer bounds stays an integer column
-                z[col] = coded.astype(z[col].dtype) if _fits(z[col], bottom, top) else coded
-                low[col].append(int(below.sum()))
-                high[col].append(int(above.sum()))
+                z[col], below, above = code_values(z[col], bottom, top, exclude)
+                low[col].append(below)
+                high[col].append(above)
         steps.append({"operation": "bottom_top_coding",
                       "bounds": {c: [b, t] for c, (b, t, _) in coding.items()},
                       "exclude": {c: list(e) for c, (_, _, e) in coding.items() if len(e)},
@@ -193,12 +188,6 @@ def _origin(source: SyntheticData | None) -> dict[str, Any] | None:
     except (OSError, KeyError, TypeError, ValidationError):
         pass  # moved or removed since it was read: nothing to point to
     return None
-
-
-def _fits(col: pd.Series, bottom: float | None, top: float | None) -> bool:
-    """Whether the column's dtype holds the bounds exactly."""
-    return not pd.api.types.is_integer_dtype(col) or all(
-        b is None or float(b).is_integer() for b in (bottom, top))
 
 
 def _numeric(col: str, z: pd.DataFrame, argument: str) -> None:

@@ -13,6 +13,7 @@ import pandas as pd
 from bayes_risk._constraints import check_params, check_value
 from bayes_risk._specs import argument_checks
 from bayes_risk.data.alignment import check_rows_aligned
+from bayes_risk.data.coding import coded_as_released
 from bayes_risk.data.missing import mask_missing_codes, missing_mask
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.provenance import duplicate_codes
@@ -351,8 +352,13 @@ def prepare(
                          population_counts=population.counts if weights is None else weights)
     sk = _known_schema(original, schema, categorical, known_us, known_s)
     original = mask_missing_codes(original, sk.missing_codes)  # declared codes are missing
+    # the intruder codes what they know at the released datasets' published bounds before
+    # matching (replicates drawn from a model are not coded)
+    coding_of = source if replicates is None else None
+    original, coded = coded_as_released(original, coding_of, known)
     if targets is not None and isinstance(targets, pd.DataFrame):
-        targets = mask_missing_codes(targets, sk.missing_codes)
+        targets = coded_as_released(mask_missing_codes(targets, sk.missing_codes), coding_of,
+                                    known)[0]
     warn: dict[str, str] = {}
     if duplicate_codes(datasets):  # warned by as_synthetic_list: kept among the run's warnings
         warn["DUPLICATE_DATASETS"] = message("DUPLICATE_DATASETS")
@@ -377,6 +383,8 @@ def prepare(
         codes_orig=enc.codes_orig, warn=warn, original=original,
     )
     extra = {} if enc.maha_cov is None else {"mahalanobis_covariance": enc.maha_cov.tolist()}
+    if coded:
+        extra["known_coded_as_released"] = coded
     # the missing-value policy is stated whether or not this run met a missing value
     extra.update(missing_known=o["missing_known"],
                  n_missing_known_values=int(sum(tdf[c].isna().sum() for c in known)))

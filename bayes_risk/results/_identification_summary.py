@@ -55,6 +55,8 @@ def summary(result: Any) -> Summary:
                         + ", ".join(f"{k} = {v:g}" for k, v in radius.items()))
          if radius else "exact matching"),
     ]
+    if st.get("known_coded_as_released"):
+        header.append(("known coded as released", coding_text(st["known_coded_as_released"])))
     rows = []
     unc = result.has_uncertainty
     for key, _ in ID_MEASURES:
@@ -103,6 +105,13 @@ def summary(result: Any) -> Summary:
     )
 
 
+def coding_text(bounds: dict[str, list[float | None]]) -> str:
+    """``{"Age": [None, 82]}`` as ``"Age top 82"``."""
+    return "; ".join(c + "".join(f" {side} {v:g}" for side, v in zip(("bottom", "top"), b,
+                                                                       strict=True)
+                                 if v is not None) for c, b in bounds.items())
+
+
 def headline(result: Any) -> str:
     """The file-level figures in a few lines, as ``bayes-risk identification`` prints them:
     the expected, true and false match rates, the posterior replicates' Monte Carlo error,
@@ -117,6 +126,10 @@ def headline(result: Any) -> str:
              f"true match rate {100 * s['true_match_rate_targets']:.3g} % of the targets, "
              f"false match rate {100 * s['false_match_rate']:.3g} % of the unique matches "
              "(summary.json: fractions)"]
+    if st.get("known_coded_as_released"):
+        lines.append("the known values coded at the release's published bounds before matching "
+                     f"(as the intruder who reads its manifest does): "
+                     f"{coding_text(st['known_coded_as_released'])}")
     sampling = st.get("sampling")
     if sampling:  # the probability that a target is in the released sample
         lines.append(f"sampling with synthesis: {sampling['sample_size']:,} of the census's "

@@ -76,10 +76,13 @@ def _emr(result):
 
 
 def _undone(fixed, release, column):
-    """The remedied release with ``column`` put back, by hand."""
+    """The remedied release with ``column`` put back, by hand: its manifest keeps the other
+    columns' coding bounds, which the intruder applies to what they know."""
+    steps = [{**s, "bounds": {c: b for c, b in s["bounds"].items() if c != column}}
+             for s in fixed.extra["post_processing"] if s["operation"] == "bottom_top_coding"]
     return SyntheticData([z.assign(**{column: b[column].to_numpy()}) for z, b in
                           zip(fixed.datasets, release.datasets, strict=True)], method="cart",
-                         schema=fixed.schema)
+                         schema=fixed.schema, extra={"post_processing": steps})
 
 
 def _radii(text: str) -> dict[str, float]:

@@ -10,6 +10,7 @@ import time
 from dataclasses import replace
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import bayes_risk as br
@@ -337,7 +338,8 @@ def test_the_first_screen_and_the_columns_to_cover_are_read_off_the_records():
     measures.register(mine)
     try:
         ev = Evaluator(None, None, ["Age"], None, None, 1, None, False)
-        assert ev.cheap == ["utility", "identification", "disclosure", "mine"]
+        assert ev.cheap == ["utility", "identification", "disclosure", "relative_difference",
+                           "closest_match", "mine"]
         assert "attribute" in ev.expensive and "mine" not in ev.expensive
         line = {"step": "mine", "measure": "share with Urban", "threshold_name": ""}
         assert columns_to_cover(line, ["Age", "Urban"], ["Age"]) == ["Urban"]
@@ -374,6 +376,56 @@ def test_space_fix_exclude_and_remedies(ce):
     with pytest.raises(br.ValidationError, match="unknown synthesizer 'gan'") as info:
         DesignSpace(knobs={"gan": {"x": [1]}})
     assert info.value.code == "UNKNOWN_SYNTHESIZER"
+
+
+def test_start_audit_lines_add_the_remedies_their_measures_name():
+    """A start audit whose largest value's line is past its threshold adds ``bottom_top`` (the
+    remedy its cause names, ``Measure.remedies``) to the default remedies; other lines add
+    none; remedies the user gives are kept as given."""
+    from bayes_risk.designing.search import _resolved_space
+
+    facts = {"synthesized": ["Tenure"], "method": "cart", "m": 2,
+             "exceeding": [{"step": "relative_difference", "measure": "relative difference"},
+                           {"step": "utility", "measure": "overlap"}]}
+    space = _resolved_space(DesignSpace(columns=[["Tenure"]]), facts, ["Age"])
+    assert space.remedies == ["none", "smooth", "bottom_top"]
+    facts["exceeding"] = facts["exceeding"][1:]
+    assert _resolved_space(DesignSpace(columns=[["Tenure"]]), facts, ["Age"]).remedies == \
+        ["none", "smooth"]
+    facts["exceeding"].append({"step": "relative_difference", "measure": "x"})
+    given = DesignSpace(columns=[["Tenure"]], remedies=["none"])
+    assert _resolved_space(given, facts, ["Age"]).remedies == ["none"]
+    with pytest.raises(br.ValidationError, match="remedies") as info:
+        Measure(name="m", title="M", step=_toy_step, remedies="bottom_top")
+    assert info.value.code == "MEASURE_BROKEN"
+
+
+def test_bottom_top_codes_counts_and_a_maximum_many_records_share(ce):
+    """``bottom_top`` codes a count at whole numbers inside its percentiles, and where the 1st
+    or 99th percentile is the smallest or largest value (held by more than 1 % of records, as
+    an original's own top-code) at the 5th or 95th, so the released largest value moves off the
+    true one; a candidate whose only numeric synthesized column is a count is coded too."""
+    from bayes_risk.designing.space import REMEDIES, _coding_bounds
+
+    x = pd.Series(np.r_[np.repeat(np.arange(16, 88), 13), np.full(30, 88)], dtype=float)
+    lo, hi = _coding_bounds(x, count=True)
+    assert (lo, hi) == (np.ceil(x.quantile(0.05)), np.floor(x.quantile(0.95))) and hi < 88
+    y = pd.Series(np.linspace(0.0, 1.0, 1001) ** 2)  # unique extremes: the 1st and 99th
+    assert _coding_bounds(y, count=False) == (y.quantile(0.01), y.quantile(0.99))
+    sch = br.infer_schema(ce, categorical=CAT)
+    cands, dropped = DesignSpace(columns=[["Age", "Tenure"]], m=[2], remedies=["bottom_top"],
+                                 knobs={"cart": {"min_leaf": [20], "smoothing": [False]}}
+                                 ).resolved(columns=[], methods=["cart"], m=[]).candidates(
+        ce, sch, ["Urban"])
+    assert len(cands) == 1 and not dropped
+    syn = br.models.CARTSynthesizer(min_leaf=20).fit(
+        ce, schema=sch.with_roles(["Age", "Tenure"]), synthesized=["Age", "Tenure"],
+        random_seed=1).synthesize(2, random_seed=2)
+    out = REMEDIES["bottom_top"].apply(ce, syn, cands[0])
+    bounds = out.extra["post_processing"][-1]["bounds"]
+    assert list(bounds) == ["Age"] and all(float(b).is_integer() for b in bounds["Age"])
+    assert all(z["Age"].max() <= bounds["Age"][1] for z in out.datasets)
+    assert all(pd.api.types.is_integer_dtype(z["Age"]) for z in out.datasets)
 
 
 # ------------------------------------------------------------------ one real design run
@@ -422,6 +474,15 @@ def test_real_design_remedy_carries_the_lines_of_the_release_before_it(real):
     assert att and all(x["source"] == "release before the remedy" for x in att)
     same = {x["measure"]: x["value"] for x in plain["lines"] if x["step"] == "attribute"}
     assert all(same[x["measure"]] == x["value"] for x in att)
+    # the largest value and the closest match read the release as it goes out, remedy applied:
+    # smoothing Income moves its largest value (carried from before, a remedy could never pass)
+    for step in ("relative_difference", "closest_match"):
+        line = next(x for x in smooth["lines"] if x["step"] == step)
+        assert line["stage"] == "first screen" and line["source"] == "this release"
+    rd = {r["settings"]["remedy"]: next(x["value"] for x in r["lines"]
+                                        if x["step"] == "relative_difference")
+          for r in (smooth, plain)}
+    assert rd["smooth"] != rd["none"]
 
 
 def test_plugin_replicates_reach_the_candidates_that_use_them(ce, monkeypatch):

@@ -148,4 +148,5 @@ COST = StepCost(rate=("records² x datasets x keys", 1.4e-8, 2.0e-8), sizes=READ
 MEASURE = Measure("closest_match", "Closest match",
                   thresholds=builtin_thresholds("closest_match"), step=closest_match_step,
                   function=closest_match, result=ClosestMatchResult,
-                  verdict=closest_match_lines, sections=(closest_match_section,), cost=COST)
+                  verdict=closest_match_lines, sections=(closest_match_section,), cost=COST,
+                  cheap=True)

@@ -160,4 +160,5 @@ MEASURE = Measure("relative_difference", "Relative difference of the largest val
                   thresholds=builtin_thresholds("relative_difference"),
                   step=relative_difference_step, function=relative_difference,
                   result=RelativeDifferenceResult, verdict=relative_difference_lines,
-                  sections=(relative_difference_section,), cost=COST)
+                  sections=(relative_difference_section,), cost=COST, cheap=True,
+                  remedies=("bottom_top",))
