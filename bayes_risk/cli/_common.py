@@ -19,8 +19,8 @@ __all__ = [
     "RECORDS_NOTE", "RECORDS_HELP", "print_summary", "read_records_table",
     "read_inputs", "missing_labels", "numeric_columns", "add_format_argument", "parse_records",
     "schema_from_args",
-    "release_schema", "add_dask_arguments", "dask_client", "dask_kwargs",
-    "add_input_arguments", "add_run_arguments", "inputs_summary", "check_max_size",
+    "release_schema", "add_dask_arguments", "dask_client",
+    "add_input_arguments", "add_run_arguments", "check_max_size",
     "write_run", "read_model", "read_holdout", "run_seed", "parse_radius",
     "parse_numbers", "parse_one_or_pairs",
 ]
@@ -95,12 +95,6 @@ def add_model_function_argument(p: argparse.ArgumentParser) -> None:
                    "loading the folder imports that module and runs the function with the data, "
                    "so the folder alone never decides what runs (docs: user guide, Security). "
                    "MODULE must be importable: installed, or its folder on PYTHONPATH")
-
-
-def inputs_summary(args: argparse.Namespace, **extra: Any) -> dict[str, Any]:
-    """``summary.json``'s ``inputs``: ORIGINAL and SYN as given, then ``extra``."""
-    return {"original": str(args.original), "synthetic": [str(s) for s in args.synthetic],
-            **extra}
 
 
 def add_type_arguments(p: argparse.ArgumentParser, *, fits: bool = False) -> None:
@@ -420,16 +414,6 @@ def dask_client(args: argparse.Namespace) -> Iterator[Any]:
 
             say(f"Dask dashboard: {client.dashboard_link}")
         yield client
-
-
-def dask_kwargs(args: argparse.Namespace, client: Any) -> dict[str, Any]:
-    """Keyword arguments for the ``bayes_risk.distributed`` functions (empty in process)."""
-    if client is None:
-        return {}
-    kw: dict[str, Any] = {"client": client}
-    if args.partition_size is not None:
-        kw["partition_size"] = args.partition_size
-    return kw
 
 
 def print_summary(lines: Sequence[str], out: str | Path,
