@@ -39,7 +39,7 @@ class Run:
     ``function`` with the options' specs and arguments (the library checks them) and what it
     ``reads``, writes the result's ``to_dict()`` with the ``inputs`` as ``summary.json`` (none
     of its own for ``None``), its ``tables`` and ``figures``, and prints the result's
-    ``headline()``.
+    ``text_lines()`` (a run of several parts), else its ``headline()``.
 
     Parameters
     ----------
@@ -132,26 +132,26 @@ class Run:
         for read in self.reads:
             keyword, reader = _READS[read] if isinstance(read, str) else read
             kw[keyword] = reader(args, kw)
-        inputs = {}
+        recorded = {}  # summary.json's inputs
         for entry in self.inputs:
             k, value = entry if isinstance(entry, tuple) else (entry.rstrip("?"), None)
             value = value(args, kw) if value is not None else given[k]
             if value is not None or not (isinstance(entry, str) and entry.endswith("?")):
-                inputs[k] = None if value is None else [str(v) for v in value] \
+                recorded[k] = None if value is None else [str(v) for v in value] \
                     if isinstance(value, list) else str(value)
         if self.hand_over:  # the function frees them: this run holds them in the list alone
             kw["inputs"] = [kw.pop("original"), kw.pop("synthetic")]
         module, _, name = self.function.partition(":")
         function = getattr(importlib.import_module(module), name)
-        with _common.dask_client(args) if self.dask else contextlib.nullcontext() as client, \
+        with _common.dask_executor(args) if self.dask else contextlib.nullcontext() as ex, \
                 command_line_options(self.options(args) if self.options else {}):
             if self.dask:
-                kw["executor"] = _executor(args, client)
+                kw["executor"] = ex
             result = function(**kw)
-        del kw
+        del kw  # what the function was given (a model, replicates): freed before the writing
         summary = result.to_dict()
         if summary is not None:
-            summary["inputs"] = inputs
+            summary["inputs"] = recorded
         tables = {file: how(result) for file, how in self.tables.items()}
         figures = {file: (result, kind) for file, kind in self.figures.items()}
         if self.files is not None:
@@ -166,14 +166,4 @@ class Run:
                           figures=figures, dpi=self.dpi,
                           extra=None if save is None else lambda tmp: save(result, args, tmp))
         return 0
-
-
-def _executor(args: argparse.Namespace, client: Any) -> Any:
-    """The executor of ``--scheduler`` / ``--workers`` (``--partition-size`` its tasks), else
-    ``None``."""
-    if client is None:
-        return None
-    from bayes_risk.executors import DaskExecutor
-
-    return DaskExecutor(client, partition_size=args.partition_size)
 

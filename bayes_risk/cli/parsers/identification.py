@@ -81,9 +81,14 @@ def _match(args: argparse.Namespace) -> Any:
 
 def _population(args: argparse.Namespace, read: dict[str, Any]) -> Any:
     """The ``PopulationSpec`` of its options (``None``: none given), with the tables of
-    ``--population-counts true:FILE`` and ``--targets`` read."""
+    ``--population-counts true:FILE`` and ``--targets`` read; of a sampled release (matched on
+    its census's units), without ``--membership``, the intruder who does not know the sample
+    (the library's default)."""
+    import dataclasses
+
     from bayes_risk._specs import spec_values
     from bayes_risk.data.io import read_table
+    from bayes_risk.data.synthetic import sampled_records
 
     values = spec_values(PopulationSpec, vars(args))
     counts = values.get("counts")
@@ -93,7 +98,13 @@ def _population(args: argparse.Namespace, read: dict[str, Any]) -> Any:
         values["targets"] = _common.read_records_table(
             args.targets, "--targets", _common.missing_labels(args),
             _common.numeric_columns(args))
-    return PopulationSpec(**values) if values else None
+    if not values:
+        return None
+    spec = PopulationSpec(**values)  # checked as given
+    if ("membership" not in values and args.model is None  # no replicates: the census's
+            and sampled_records(read["synthetic"]) is not None):
+        return dataclasses.replace(spec, membership="unknown")
+    return spec
 
 
 def _selection(args: argparse.Namespace, read: dict[str, Any]) -> Any:
