@@ -587,12 +587,12 @@ def test_local_cluster_shares_the_budget_and_keeps_port_8787_free(monkeypatch):
         taken.close()
     from argparse import Namespace
 
-    from bayes_risk.cli._common import dask_client
+    from bayes_risk.cli._common import dask_executor
 
     args = Namespace(scheduler="tcp://127.0.0.1:1", workers=None, partition_size=None,
                      dashboard=True)
     with pytest.raises(ValidationError, match="--dashboard applies only with --workers") as err:
-        with dask_client(args):
+        with dask_executor(args):
             pass
     assert err.value.code == "OPTION_CONFLICT"
 

@@ -1,17 +1,29 @@
 """An attribute-risk run assembled once, for the command line and the audit: the run, the
 knowledge sweep and the known-records curve beside it, one seed and one set of refits shared by
-all of them (``attribute_run``).
+all of them, or the largest-value intruder (``attribute_run``), and what they give
+(``AttributeRun.to_dict``, ``AttributeRun.files``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from bayes_risk.attribute.api import attribute_risk
+from bayes_risk.attribute.largest_value import LARGEST_VALUE_SCENARIOS, largest_value_risk
+from bayes_risk.results.attribute import EVIDENCE_FACTOR
 
-__all__ = ["AttributeRun", "attribute_run"]
+__all__ = ["AttributeRun", "attribute_run", "ATTRIBUTE_FIGURES"]
+
+# (plot kind of AttributeRiskResult, file name written by `bayes-risk attribute`, caption)
+ATTRIBUTE_FIGURES = (
+    ("p_true", "p_true_hist.png", "Probability of the truth, with its mean before the release "
+     "and after one that says nothing of the records"),
+    ("rank", "rank_hist.png", "Rank of the truth, with its mean if the release said nothing of "
+     "the records"),
+    ("khat", "khat.png", "Pareto k-hat per record, the records its rule flags in red"),
+)
 
 
 @dataclass
@@ -29,19 +41,64 @@ class AttributeRun:
     estimator : EstimatorSpec or str
         The estimator every part ran with: holding the refits they shared, when they shared
         them.
+    scenario : str
+        The scenario's kind, or the largest-value scenario.
+    largest_value : tuple or None
+        The largest-value intruder's ``(table, summary)`` (``largest_value_risk``), instead of
+        ``result``.
     """
 
     result: Any
     known_sweep: Any = None
     known_curve: Any = None
     estimator: Any = None
+    scenario: str = "worst_case"
+    largest_value: tuple[Any, dict[str, Any]] | None = None
 
     def text_lines(self) -> list[str]:
         """The run in lines of words (``bayes-risk attribute`` prints them): the result's
         headline, the knowledge sweep's line and the curve's headline (those computed)."""
+        if self.largest_value is not None:
+            s = self.largest_value[1]
+            return [f"largest value of {s['column']!r} ({self.scenario.replace('_', '-')} "
+                    f"intruder): P(within {s['delta']:.0%}) = {s['P_interval']:.3f}, p_true = "
+                    f"{s['p_true']:.3f}, mode = {s['mode']:g} (truth {s['largest_value']:g})"]
         return [*self.result.headline().splitlines(),
                 *(p.text_line() for p in (self.known_sweep,) if p is not None),
                 *(p.headline() for p in (self.known_curve,) if p is not None)]
+
+    def to_dict(self, *, evidence_factor: float = EVIDENCE_FACTOR) -> dict[str, Any]:
+        """``summary.json`` of the run: the result's ``to_dict()`` (the share with evidence at
+        ``evidence_factor``), the scenario, the knowledge sweep's and the curve's (those
+        computed); of the largest-value intruder its summary, the scenario as the command line
+        spells it."""
+        if self.largest_value is not None:
+            return {"scenario": self.scenario.replace("_", "-"), **self.largest_value[1],
+                    "reference": "Wei & Reiter (2016), as summarised in Hu (2019, section "
+                                 "3.3.3)"}
+        out = self.result.to_dict(evidence_factor=evidence_factor)
+        out["scenario"] = self.scenario
+        for name, part in (("known_sweep", self.known_sweep), ("known_curve", self.known_curve)):
+            if part is not None:
+                out[name] = part.to_dict()
+        return out
+
+    def files(self) -> tuple[dict[str, Any], dict[str, tuple[Any, str]]]:
+        """The run's tables (file name -> DataFrame, or a writer of the path) and figures (file
+        name -> (result, plot kind)): ``records.csv`` with its index (column ``record`` or
+        ``pair``), the :data:`ATTRIBUTE_FIGURES`, the knowledge sweep's files and
+        ``known_curve.csv`` / ``.png``; of the largest-value intruder ``largest_value.csv``."""
+        if self.largest_value is not None:
+            return {"largest_value.csv": self.largest_value[0]}, {}
+        tables: dict[str, Any] = {"records.csv": self.result.to_dataframe().to_csv}
+        figures = {name: (self.result, kind) for kind, name, _ in ATTRIBUTE_FIGURES}
+        if self.known_sweep is not None:
+            more_tables, more_figures = self.known_sweep.files()
+            tables, figures = {**tables, **more_tables}, {**figures, **more_figures}
+        if self.known_curve is not None:
+            tables["known_curve.csv"] = self.known_curve.table
+            figures["known_curve.png"] = (self.known_curve, "curve")
+        return tables, figures
 
 
 def attribute_run(
@@ -55,18 +112,24 @@ def attribute_run(
     known_curve: Sequence[float] | None = None,
     curve_seed: int = 0,
     share_refits: bool = False,
-    risk: Callable[..., Any] | None = None,
+    largest_value: Mapping[str, Any] | None = None,
     executor: Any = None,
     **options: Any,
 ) -> AttributeRun:
     """Attribute risk with the knowledge sweep and the known-records curve the caller asks for,
     each with the run's options; with either, one seed and one set of refits serve every run
-    (the sweep's empty subset and the curve's share 1 are then the run's own figures).
+    (the sweep's empty subset and the curve's share 1 are then the run's own figures). A
+    largest-value ``scenario`` is Wei & Reiter's intruder instead (``largest_value_risk``).
 
     Parameters
     ----------
-    original, synthetic, model, scenario
+    original, synthetic, model
         As in ``attribute_risk``.
+    scenario
+        As in ``attribute_risk``, or one of ``"largest_value"``, ``"second_largest"``,
+        ``"two_largest_sum"``: ``largest_value_risk`` with ``largest_value``, its other
+        arguments (``column``, ``upper``, ``delta``, ``total_known``), and
+        ``allow_other_model`` of ``options`` (the other options do not apply).
     known_sweep : sequence of str, optional
         The known columns of ``attribute_known_sweep`` (its ``known``); ``max_size`` its
         largest subset evaluated exhaustively.
@@ -76,10 +139,8 @@ def attribute_run(
     share_refits : bool
         Make the refits once even without a sweep or a curve (the audit: its membership step
         reuses them, ``AttributeRun.estimator``).
-    risk : callable, optional
-        The engine of the run itself, called without ``executor`` (the command line's Dask
-        path: ``bayes_risk.distributed.attribute_risk`` with its client); default
-        ``attribute_risk`` with ``executor``.
+    largest_value : mapping, optional
+        The arguments of ``largest_value_risk`` of a largest-value ``scenario``.
     executor : optional
         The executor of the run and of the sweep's subsets.
     **options
@@ -91,6 +152,10 @@ def attribute_run(
     -------
     AttributeRun
     """
+    if isinstance(scenario, str) and scenario in LARGEST_VALUE_SCENARIOS:
+        return AttributeRun(None, scenario=scenario, largest_value=largest_value_risk(
+            model, original, synthetic, scenario=scenario,
+            allow_other_model=options.get("allow_other_model", False), **(largest_value or {})))
     if known_sweep or known_curve or share_refits:
         from bayes_risk.attribute.knowledge import one_seed, with_shared_refits
 
@@ -98,10 +163,10 @@ def attribute_run(
         options["random_seed"] = one_seed(options.get("random_seed"))
         options["estimator"] = with_shared_refits(original, synthetic, model=model,
                                                   **{"records": None, **options})
-    run = AttributeRun(None, estimator=options.get("estimator"))
-    run.result = (attribute_risk(original, synthetic, model=model, scenario=scenario,
-                                 executor=executor, **options) if risk is None else
-                  risk(original, synthetic, model=model, scenario=scenario, **options))
+    run = AttributeRun(None, estimator=options.get("estimator"),
+                       scenario=getattr(scenario, "kind", scenario))
+    run.result = attribute_risk(original, synthetic, model=model, scenario=scenario,
+                                executor=executor, **options)
     if known_sweep:
         from bayes_risk.attribute.knowledge import attribute_known_sweep
 

@@ -11,18 +11,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["ATTRIBUTE_FIGURES", "utility_risk_figure", "verdict_figure",
+__all__ = ["utility_risk_figure", "verdict_figure",
            "figure_png", "png_data_uri", "RISK_PANELS_PER_ROW"]
-
-
-# (plot kind of AttributeRiskResult, file name written by `bayes-risk attribute`, caption)
-ATTRIBUTE_FIGURES = (
-    ("p_true", "p_true_hist.png", "Probability of the truth, with its mean before the release "
-     "and after one that says nothing of the records"),
-    ("rank", "rank_hist.png", "Rank of the truth, with its mean if the release said nothing of "
-     "the records"),
-    ("khat", "khat.png", "Pareto k-hat per record, the records its rule flags in red"),
-)
 
 
 def _plt() -> Any:

@@ -227,11 +227,7 @@ def _interrupted(run: object = None) -> int:
 
     if _run._ACTIVE:
         raise KeyboardInterrupt
-    from bayes_risk._terminal import line
-
-    if getattr(run, "completed", False):
-        line(f"the output was complete before the interrupt: {_run.shown(run.out)} is in place")
-    line("interrupted")  # on a line of its own, whatever was written before
+    _run.say_interrupted(run)
     return 130
 
 

@@ -19,8 +19,8 @@ __all__ = [
     "RECORDS_NOTE", "RECORDS_HELP", "print_summary", "read_records_table",
     "read_inputs", "missing_labels", "numeric_columns", "add_format_argument", "parse_records",
     "schema_from_args",
-    "release_schema", "add_dask_arguments", "dask_client", "dask_kwargs",
-    "add_input_arguments", "add_run_arguments", "inputs_summary", "check_max_size",
+    "release_schema", "add_dask_arguments", "dask_executor",
+    "add_input_arguments", "add_run_arguments", "check_max_size",
     "write_run", "read_model", "read_holdout", "run_seed", "parse_radius",
     "parse_numbers", "parse_one_or_pairs",
 ]
@@ -95,12 +95,6 @@ def add_model_function_argument(p: argparse.ArgumentParser) -> None:
                    "loading the folder imports that module and runs the function with the data, "
                    "so the folder alone never decides what runs (docs: user guide, Security). "
                    "MODULE must be importable: installed, or its folder on PYTHONPATH")
-
-
-def inputs_summary(args: argparse.Namespace, **extra: Any) -> dict[str, Any]:
-    """``summary.json``'s ``inputs``: ORIGINAL and SYN as given, then ``extra``."""
-    return {"original": str(args.original), "synthetic": [str(s) for s in args.synthetic],
-            **extra}
 
 
 def add_type_arguments(p: argparse.ArgumentParser, *, fits: bool = False) -> None:
@@ -388,8 +382,9 @@ def add_dask_arguments(p: argparse.ArgumentParser, unit: str) -> None:
 
 
 @contextlib.contextmanager
-def dask_client(args: argparse.Namespace) -> Iterator[Any]:
-    """The Dask client asked for by ``--scheduler`` / ``--workers``, or ``None`` (in process)."""
+def dask_executor(args: argparse.Namespace) -> Iterator[Any]:
+    """The executor of the Dask cluster asked for by ``--scheduler`` / ``--workers``
+    (``--partition-size`` its tasks), or ``None`` (in process)."""
     scheduler = getattr(args, "scheduler", None)
     workers = getattr(args, "workers", None)
     if scheduler is None and workers is None:
@@ -402,10 +397,11 @@ def dask_client(args: argparse.Namespace) -> Iterator[Any]:
         raise ValidationError("--dashboard applies only with --workers (a running scheduler "
                               "serves its own).", code="OPTION_CONFLICT")
     from bayes_risk.distributed import connect
+    from bayes_risk.executors import as_executor
 
     if scheduler is not None:
         with connect(scheduler=scheduler) as client:
-            yield client
+            yield as_executor(client, partition_size=args.partition_size)
         return
     from bayes_risk.auditing.memory_plan import local_shares
     from bayes_risk.distributed import check_n_workers
@@ -419,17 +415,7 @@ def dask_client(args: argparse.Namespace) -> Iterator[Any]:
             from bayes_risk._terminal import say
 
             say(f"Dask dashboard: {client.dashboard_link}")
-        yield client
-
-
-def dask_kwargs(args: argparse.Namespace, client: Any) -> dict[str, Any]:
-    """Keyword arguments for the ``bayes_risk.distributed`` functions (empty in process)."""
-    if client is None:
-        return {}
-    kw: dict[str, Any] = {"client": client}
-    if args.partition_size is not None:
-        kw["partition_size"] = args.partition_size
-    return kw
+        yield as_executor(client, partition_size=args.partition_size)
 
 
 def print_summary(lines: Sequence[str], out: str | Path,

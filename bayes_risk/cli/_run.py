@@ -136,11 +136,16 @@ class _Stopper:
                 return
             remove_live_temporaries()
             with contextlib.suppress(Exception):
-                if self.run.completed:
-                    line("the output was complete before the interrupt: "
-                         f"{shown(self.run.out)} is in place")
-                line("interrupted")
+                say_interrupted(self.run)
             end_process(130)
+
+
+def say_interrupted(run: Any) -> None:
+    """The last lines of an interrupted run: its output, when complete before the interrupt,
+    in place; then ``interrupted``, on a line of its own whatever was written before."""
+    if getattr(run, "completed", False):
+        line(f"the output was complete before the interrupt: {shown(run.out)} is in place")
+    line("interrupted")
 
 
 def end_process(status: int) -> NoReturn:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import importlib
 from collections.abc import Callable, Mapping
@@ -38,14 +39,15 @@ class Run:
     ``function`` with the options' specs and arguments (the library checks them) and what it
     ``reads``, writes the result's ``to_dict()`` with the ``inputs`` as ``summary.json`` (none
     of its own for ``None``), its ``tables`` and ``figures``, and prints the result's
-    ``headline()``.
+    ``text_lines()`` (a run of several parts), else its ``headline()``.
 
     Parameters
     ----------
     function : str
         The library function, ``"module:name"`` (imported when the run starts).
     specs : mapping
-        Keyword -> spec class, built from its options before any file is read.
+        Keyword -> spec class, built from its options before any file is read, or a function
+        of the options building it.
     arguments : tuple
         The tables of the function's arguments (their options passed when given).
     argument_groups : mapping
@@ -57,8 +59,9 @@ class Run:
     reads : tuple
         What it reads, in order, after ORIGINAL and SYN: keywords of ``_READS``, or the
         command's own reads, (keyword, function of the options and of what was read before).
-    inputs : tuple of str
-        The options recorded in ``summary.json``'s ``inputs``, in order.
+    inputs : tuple
+        The options recorded in ``summary.json``'s ``inputs``, in order: a name (``"NAME?"``:
+        recorded when given), or (name, function of the options and of what was read).
     tables : mapping
         File name -> a function of the result giving a DataFrame (written without its
         index), a writer of the path or ``None`` (nothing written).
@@ -69,34 +72,54 @@ class Run:
         giving them as ``write_run`` takes them (e.g. ``lambda result, args: result.files()``).
     text : callable, optional
         What is printed of the result, a function of the result and the options (default: its
-        ``headline()``), e.g. ``lambda result, args: result.summary().as_text()``.
+        ``text_lines()``, else its ``headline()``), e.g.
+        ``lambda result, args: result.summary().as_text()``.
     save : callable, optional
         A function of the result and the options saving what the result holds (a release)
         into the empty output folder it is given, before the other files.
+    dask : bool
+        The function's ``executor``: the Dask cluster of ``--scheduler`` / ``--workers``
+        (``--partition-size`` its tasks), else ``None`` (in process).
+    hand_over : bool
+        ORIGINAL and SYN passed as the list ``inputs``, which the function empties once it has
+        encoded them (they are freed before its work).
+    options : callable, optional
+        A function of the options giving library names -> the options that set them, which
+        the function's messages use (``command_line_options``) beside the parser's.
+    dpi : int
+        The figures' resolution.
     """
 
     function: str
-    specs: Mapping[str, type] = dataclasses.field(default_factory=dict)
+    specs: Mapping[str, type | Callable[[argparse.Namespace], Any]] = dataclasses.field(
+        default_factory=dict)
     arguments: tuple[Mapping[str, Any], ...] = ()
     argument_groups: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
     check: Callable[[argparse.Namespace], None] | None = None
     reads: tuple[str | tuple[str, Callable[[argparse.Namespace, dict[str, Any]], Any]], ...] = ()
-    inputs: tuple[str, ...] = ("original", "synthetic")
+    inputs: tuple[str | tuple[str, Callable[[argparse.Namespace, dict[str, Any]], Any]],
+                  ...] = ("original", "synthetic")
     tables: Mapping[str, Callable[[Any], Any]] = dataclasses.field(default_factory=dict)
     figures: Mapping[str, str] = dataclasses.field(default_factory=dict)
     files: Callable[[Any, argparse.Namespace], tuple[Mapping[str, Any], Mapping[str, Any]]] | \
         None = None
     text: Callable[[Any, argparse.Namespace], str] | None = None
     save: Callable[[Any, argparse.Namespace, Any], None] | None = None
+    dask: bool = False
+    hand_over: bool = False
+    options: Callable[[argparse.Namespace], Mapping[str, str]] | None = None
+    dpi: int = 100
 
     def __call__(self, args: argparse.Namespace) -> int:
         """Run the sub-command of ``args``; the exit status."""
         from bayes_risk._specs import argument_values, spec_values
+        from bayes_risk.cli._run import command_line_options
 
         given = vars(args)  # the options' checks come before any file is read
         if self.check is not None:
             self.check(args)
-        kw: dict[str, Any] = {k: spec(**spec_values(spec, given)) for k, spec in self.specs.items()}
+        kw: dict[str, Any] = {k: spec(**spec_values(spec, given)) if isinstance(spec, type)
+                              else spec(args) for k, spec in self.specs.items()}
         for table in self.arguments:
             kw.update(argument_values(table, given))
         kw.update({k: argument_values(table, given) for k, table in self.argument_groups.items()})
@@ -109,23 +132,38 @@ class Run:
         for read in self.reads:
             keyword, reader = _READS[read] if isinstance(read, str) else read
             kw[keyword] = reader(args, kw)
+        recorded = {}  # summary.json's inputs
+        for entry in self.inputs:
+            k, value = entry if isinstance(entry, tuple) else (entry.rstrip("?"), None)
+            value = value(args, kw) if value is not None else given[k]
+            if value is not None or not (isinstance(entry, str) and entry.endswith("?")):
+                recorded[k] = None if value is None else [str(v) for v in value] \
+                    if isinstance(value, list) else str(value)
+        if self.hand_over:  # the function frees them: this run holds them in the list alone
+            kw["inputs"] = [kw.pop("original"), kw.pop("synthetic")]
         module, _, name = self.function.partition(":")
-        result = getattr(importlib.import_module(module), name)(**kw)
+        function = getattr(importlib.import_module(module), name)
+        with _common.dask_executor(args) if self.dask else contextlib.nullcontext() as ex, \
+                command_line_options(self.options(args) if self.options else {}):
+            if self.dask:
+                kw["executor"] = ex
+            result = function(**kw)
+        del kw  # what the function was given (a model, replicates): freed before the writing
         summary = result.to_dict()
         if summary is not None:
-            summary["inputs"] = {k: None if given[k] is None else [str(v) for v in given[k]]
-                                 if isinstance(given[k], list) else str(given[k])
-                                 for k in self.inputs}
+            summary["inputs"] = recorded
         tables = {file: how(result) for file, how in self.tables.items()}
         figures = {file: (result, kind) for file, kind in self.figures.items()}
         if self.files is not None:
             more_tables, more_figures = self.files(result, args)
             tables, figures = {**tables, **more_tables}, {**figures, **more_figures}
-        text = result.headline() if self.text is None else self.text(result, args)
+        lines = (self.text(result, args).splitlines() if self.text is not None
+                 else result.text_lines() if hasattr(result, "text_lines")
+                 else result.headline().splitlines())
         save = self.save
-        _common.write_run(args, text.splitlines(), summary,
+        _common.write_run(args, lines, summary,
                           tables={file: t for file, t in tables.items() if t is not None},
-                          figures=figures,
+                          figures=figures, dpi=self.dpi,
                           extra=None if save is None else lambda tmp: save(result, args, tmp))
         return 0
 

@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.auditing import AuditSettings, Thresholds, audit
     from bayes_risk.auditing.verdicts import text_lines
     from bayes_risk.cli._common import (
-        dask_client,
+        dask_executor,
         parse_radius,
         parse_records,
         print_summary,
@@ -45,7 +45,6 @@ def run(args: argparse.Namespace) -> int:
         release_schema,
     )
     from bayes_risk.cli._run import output_dir
-    from bayes_risk.executors import as_executor
 
     # the thresholds and settings first: a bad one is refused before any input is read
     thresholds = Thresholds.parse(args.threshold)
@@ -66,10 +65,8 @@ def run(args: argparse.Namespace) -> int:
     )
     done: list = []
     # the zip of the whole folder, made once summary.json is complete: the one file to send
-    with dask_client(args) as client, output_dir(
+    with dask_executor(args) as executor, output_dir(
             args, finalize=lambda folder: done[0].to_zip(folder / BUNDLE)) as tmp:
-        executor = None if client is None else as_executor(
-            client, partition_size=args.partition_size)
         res = audit(original, syn, out=tmp, executor=executor, **kw)
         done.append(res)
         res.to_html(tmp / "report.html", bundle=BUNDLE)

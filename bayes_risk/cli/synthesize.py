@@ -51,9 +51,7 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.exceptions import ValidationError
 
     sampled = _sampling(args)
-    if sampled and args.model is not None and args.original is not None:
-        return _sampled_from_model(args)
-    if (args.original is None) == (args.model is None):
+    if (args.original is None) == (args.model is None) and not (sampled and args.model):
         raise ValidationError("give either ORIGINAL (a confidential table, with --method) or "
                               "--model DIR (a model saved by 'bayes-risk fit'), not both and not "
                               "neither" + (" (with --populations: ORIGINAL, the census, and "
@@ -63,16 +61,15 @@ def run(args: argparse.Namespace) -> int:
     seed = run_seed(args)  # recorded in the manifest
     if args.model is not None:
         _refuse_fitting_options(args)
-        m = check_m(args.m if args.m is not None else _DEFAULT_M_SAVED, "-m")
         from bayes_risk.models import load_model
 
-        model = load_model(args.model, model_function=args.model_function)
+        # with --populations, ORIGINAL is the census the model was fitted to, sampled from
+        m = None if sampled else check_m(args.m if args.m is not None else _DEFAULT_M_SAVED, "-m")
+        df = _read_original(args) if sampled else None
+        model = load_model(args.model, original=df, model_function=args.model_function)
         labels = _model_labels(args.model)
-        check_saved_release(model, m)
-        syn = model.synthesize(m, random_seed=seed)
-        if not isinstance(syn, SyntheticData):
-            raise ValidationError(f"the model in {args.model!r} returned {type(syn).__name__}, "
-                                  "not SyntheticData.", code="MODEL_UNSUITED")
+        if not sampled:
+            check_saved_release(model, m)
     else:
         if args.model_function is not None:
             raise ValidationError("--model-function names the function of a PyMC model folder "
@@ -83,20 +80,12 @@ def run(args: argparse.Namespace) -> int:
                                   "required with ORIGINAL.", code="OPTION_REQUIRED")
         cls, settings = _synthesizer_class(args)
         m = check_m(args.m if args.m is not None else int(getattr(cls, "default_m", 5)), "-m")
-        from bayes_risk.cli._common import (
-            missing_labels,
-            numeric_columns,
-            parse_records,
-            read_records_table,
-            schema_from_args,
-        )
+        from bayes_risk.cli._common import parse_records, schema_from_args
         from bayes_risk.contract import capabilities
+        from bayes_risk.data.statfiles import file_labels
         from bayes_risk.registry import check_option_columns
 
-        df = read_records_table(args.original, "ORIGINAL", missing_labels(args),
-                                numeric_columns(args))
-        from bayes_risk.data.statfiles import file_labels
-
+        df = _read_original(args)
         labels = file_labels(df)
         schema = schema_from_args(df, args, categorical_only=capabilities(cls).categorical_only)
         check_option_columns(settings, tree_options(), schema)
@@ -115,17 +104,27 @@ def run(args: argparse.Namespace) -> int:
         # from the synthesis streams spawned from seed
         model.fit(df, schema=schema, synthesized=args.synthesize, records=records,
                   random_seed=[seed, 1])
-        if sampled:
-            from bayes_risk.models import sampling_with_synthesis
+    if sampled:
+        from bayes_risk.models import sampling_with_synthesis
 
-            syn = sampling_with_synthesis(model, df, populations=args.populations,
-                                          sample_fraction=args.sample_fraction,
-                                          random_seed=seed)
-        else:
-            syn = model.synthesize(m, random_seed=seed)
+        syn = sampling_with_synthesis(model, df, populations=args.populations,
+                                      sample_fraction=args.sample_fraction, random_seed=seed)
+    else:
+        syn = model.synthesize(m, random_seed=seed)
+    if args.model is not None and not isinstance(syn, SyntheticData):
+        raise ValidationError(f"the model in {args.model!r} returned {type(syn).__name__}, "
+                              "not SyntheticData.", code="MODEL_UNSUITED")
     write_run(args, _summary_lines(args, syn), extra=lambda tmp: syn.save(
         tmp, csv=args.csv, file_format=args.file_format, labels=labels))
     return 0
+
+
+def _read_original(args: argparse.Namespace) -> Any:
+    """ORIGINAL (``--missing-code`` labels applied; ``--count``/``--continuous`` as codes)."""
+    from bayes_risk.cli._common import missing_labels, numeric_columns, read_records_table
+
+    return read_records_table(args.original, "ORIGINAL", missing_labels(args),
+                              numeric_columns(args))
 
 
 def _sampling(args: argparse.Namespace) -> bool:
@@ -150,29 +149,6 @@ def _sampling(args: argparse.Namespace) -> bool:
                               "from (with --model, the census the model was fitted to).",
                               code="OPTION_REQUIRED")
     return True
-
-
-def _sampled_from_model(args: argparse.Namespace) -> int:
-    """``synthesize CENSUS --model DIR --populations N --sample-fraction F``."""
-    from bayes_risk.cli._common import (
-        missing_labels,
-        numeric_columns,
-        read_records_table,
-        run_seed,
-        write_run,
-    )
-    from bayes_risk.models import load_model, sampling_with_synthesis
-
-    _refuse_fitting_options(args)
-    seed = run_seed(args)
-    census = read_records_table(args.original, "ORIGINAL", missing_labels(args),
-                                numeric_columns(args))
-    model = load_model(args.model, original=census, model_function=args.model_function)
-    syn = sampling_with_synthesis(model, census, populations=args.populations,
-                                  sample_fraction=args.sample_fraction, random_seed=seed)
-    write_run(args, _summary_lines(args, syn), extra=lambda tmp: syn.save(
-        tmp, csv=args.csv, file_format=args.file_format, labels=_model_labels(args.model)))
-    return 0
 
 
 def _refuse_fitting_options(args: argparse.Namespace) -> None:

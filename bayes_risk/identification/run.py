@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from bayes_risk.exceptions import arg_name
 from bayes_risk.identification.api import identification_risk, identification_risk_of_inputs
 from bayes_risk.identification.radius import radius_search, radius_sweep
 from bayes_risk.identification.radius_refine import REFINE_POINTS
@@ -44,6 +45,12 @@ class IdentificationRun:
         The radius sweep, every dataset evaluated separately.
     known_sweep : KnowledgeSweepResult or None
         The knowledge sweep at the run's radius.
+    records : {"per-target", "per-dataset", "none"}
+        ``records.csv`` of :meth:`files` (of ``headline``): one row per target, one per target
+        and dataset, or none.
+    unused_rule : bool
+        The release's manifest records why records were selected for synthesis and the run
+        did not condition on it (no ``selection``).
     """
 
     result: Any
@@ -52,6 +59,8 @@ class IdentificationRun:
     at_r_star: Any = None
     sweep: Any = None
     known_sweep: Any = None
+    records: str = "per-target"
+    unused_rule: bool = False
 
     @property
     def headline(self) -> Any:
@@ -61,21 +70,28 @@ class IdentificationRun:
     def text_lines(self) -> list[str]:
         """The run in lines of words (``bayes-risk identification`` prints them): the result's
         headline, then those of the radius search and sweep and the knowledge sweep's line
-        (those computed)."""
+        (those computed), and the selection rule the run left unused."""
         return [*self.result.headline().splitlines(),
                 *(p.headline() for p in (self.search, self.sweep) if p is not None),
-                *(p.text_line() for p in (self.known_sweep,) if p is not None)]
+                *(p.text_line() for p in (self.known_sweep,) if p is not None),
+                *(["the release's manifest records why records were selected for synthesis: "
+                   f"{arg_name('selection', repr('release'), cli='release')} gives the risk "
+                   "for the intruder who knows it"] if self.unused_rule else [])]
 
-    def files(self, *, records: str = "per-target") -> tuple[dict[str, pd.DataFrame],
-                                                              dict[str, tuple[Any, str]]]:
+    def to_dict(self) -> dict[str, Any]:
+        """The result's ``to_dict()`` with ``settings["records_output"]`` and the radius sweep,
+        the radius search and the knowledge sweep (those computed)."""
+        out = self.result.to_dict()
+        out["settings"]["records_output"] = self.records
+        for name, part in (("radius_sweep", self.sweep), ("radius_search", self.search),
+                           ("known_sweep", self.known_sweep)):
+            if part is not None:
+                out[name] = part.to_dict()
+        return out
+
+    def files(self) -> tuple[dict[str, pd.DataFrame], dict[str, tuple[Any, str]]]:
         """The run's tables (file name -> DataFrame) and figures (file name -> (result, plot
         kind)), the names of ``bayes-risk identification``'s files.
-
-        Parameters
-        ----------
-        records : {"per-target", "per-dataset", "none"}
-            ``records.csv`` (of ``headline``): one row per target, one per target and dataset,
-            or none.
 
         Returns
         -------
@@ -88,8 +104,8 @@ class IdentificationRun:
         tables: dict[str, pd.DataFrame] = {}
         figures: dict[str, tuple[Any, str]] = {}
         res = self.headline
-        if records != "none":
-            tables["records.csv"] = res.records if records == "per-dataset" \
+        if self.records != "none":
+            tables["records.csv"] = res.records if self.records == "per-dataset" \
                 else res.target_table()
         if res.file.get("mc_trace"):  # drawn from posterior replicates
             figures["running_estimate.png"] = (res, "running_estimate")
@@ -126,6 +142,8 @@ def identification_run(
     max_size: int | None = None,
     label: Label = _plain,
     free_inputs: bool = False,
+    selection: Any = None,
+    records: str = "per-target",
     **kwargs: Any,
 ) -> IdentificationRun:
     """Identification risk with the radius search, the radius sweep and the knowledge sweep
@@ -153,10 +171,16 @@ def identification_run(
     label : callable
         ``label(part, radius)``: the context each engine run is made in.
     free_inputs : bool
-        The inputs are the engine's as they are (no selection, no sampled release: the caller
-        resolved them): ``inputs`` is emptied once nothing below reads them, as
+        ``inputs`` is emptied once nothing below reads them, as
         ``identification_risk_of_inputs`` does (a caller holding no other reference has them
         freed before the matching).
+    selection : optional
+        What the intruder knows of why records were selected for synthesis, as in
+        ``identification_risk``: every part of the run is for that intruder. A release that
+        records sampling with synthesis is resolved to its census's units here too, once for
+        every part (``identification_risk`` resolves both for its own call only).
+    records : {"per-target", "per-dataset", "none"}
+        ``IdentificationRun.records``.
     **kwargs
         The run's other arguments of ``identification_risk`` (``schema``, ``match``,
         ``population``, ``aggregation``, ``replicates``, ``progressbar``, ``executor``). The
@@ -168,13 +192,59 @@ def identification_run(
     -------
     IdentificationRun
     """
+    from bayes_risk._memory import release_free_memory
+    from bayes_risk.identification.sampled import sampled_inputs
+    from bayes_risk.identification.selection import conditioned, release_rule
+
+    original, synthetic = inputs
+    run = IdentificationRun(None, records=records,
+                            unused_rule=selection is None and release_rule(synthetic) is not None)
+    given = sampled = None
+    if selection is not None:  # every part for the intruder who knows R
+        given = conditioned(original, synthetic, selection, known=known, synthesized=synthesized,
+                            schema=kwargs.get("schema"), match=kwargs["match"],
+                            population=kwargs.get("population"),
+                            replicates=kwargs.get("replicates"))
+        original, synthetic, known, synthesized = (given.original, given.synthetic, given.known,
+                                                   given.synthesized)
+        kwargs.update(schema=given.schema, population=given.population)
+    if kwargs.get("replicates") is None:  # a sample of a census: every census unit a target
+        sampled = sampled_inputs(original, synthetic, known=known, synthesized=synthesized,
+                                 population=kwargs.get("population"))
+    if sampled is not None:
+        original, synthetic = sampled.original, sampled.synthetic
+        synthesized = sampled.synthesized if sampled.synthesized is not None else synthesized
+        kwargs["population"] = sampled.population
+    inputs[:] = [original, synthetic]
+    del original, synthetic  # held by ``inputs`` alone: freed with it (``free_inputs``)
+    if free_inputs:
+        release_free_memory()  # the readers' buffers
+    _part(run, inputs, known=known, synthesized=synthesized,
+          search=search, refine=refine, worst_case=worst_case, sweep=sweep,
+          known_sweep=known_sweep, max_size=max_size, label=label, free_inputs=free_inputs,
+          **kwargs)
+    for note in (given, sampled):
+        if note is not None:
+            note.annotate(run.result)
+            if run.at_r_star is not None and run.at_r_star is not run.result:
+                note.annotate(run.at_r_star)
+    if free_inputs:
+        release_free_memory()  # the inputs, the matching engine's indexes and buffers
+    return run
+
+
+def _part(run: IdentificationRun, inputs: list[Any], *,
+          known: Sequence[str], synthesized: Sequence[str] | None,
+          search: Sequence[float] | None, refine: int, worst_case: bool,
+          sweep: Sequence[float] | None, known_sweep: Sequence[str] | None,
+          max_size: int | None, label: Label, free_inputs: bool, **kwargs: Any) -> None:
+    """The parts of :func:`identification_run` on its resolved inputs, into ``run``."""
     original, synthetic = inputs
     match = kwargs["match"]
     # the search and the sweeps match on the released datasets: replicates are the run's alone
     swept = {k: v for k, v in kwargs.items() if k != "replicates"}
     if swept.get("aggregation") == "pooled_measures":  # they keep the measures only anyway
         swept["aggregation"] = "pooled"
-    run = IdentificationRun(None)
     if search is not None and not worst_case:
         run.search, run.radius_star = _search(original, synthetic, known, synthesized, search,
                                               refine, label, swept)
@@ -187,7 +257,7 @@ def identification_run(
             del original, synthetic
             run.result = identification_risk_of_inputs(inputs, known=known,
                                                        synthesized=synthesized, **kwargs)
-            return run
+            return
         run.result = identification_risk(original, synthetic, known=known,
                                          synthesized=synthesized, **kwargs)
     if search is not None and worst_case:
@@ -205,7 +275,6 @@ def identification_run(
         run.known_sweep = run_known_sweep(original, synthetic, candidates=known_sweep,
                                           known=known, synthesized=synthesized,
                                           max_size=max_size, **swept)
-    return run
 
 
 def _search(original: Any, synthetic: Any, known: Sequence[str],

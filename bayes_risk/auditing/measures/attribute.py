@@ -17,7 +17,7 @@ import pandas as pd
 from bayes_risk._io import write_json
 from bayes_risk._thresholds import builtin_thresholds
 from bayes_risk.attribute.api import attribute_risk, check_plugin_replicates
-from bayes_risk.attribute.run import attribute_run
+from bayes_risk.attribute.run import ATTRIBUTE_FIGURES, attribute_run
 from bayes_risk.auditing import remedies
 from bayes_risk.auditing.context import (
     StepContext,
@@ -133,19 +133,13 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
                                 [c for c in p.synthesized if c in ctx.schema.numeric],
                                 aligned=rows_aligned(ctx))
     # the share with a Bayes factor of the truth at the board's factor (the verdict line's)
-    summary = res.to_dict(evidence_factor=p.thresholds.evidence_factor)
+    summary = parts.to_dict(evidence_factor=p.thresholds.evidence_factor)
     summary["inputs"] = {"model": p.attribute_source}
-    if aks is not None:
-        summary["known_sweep"] = aks.to_dict()
-    if curve is not None:
-        summary["known_curve"] = curve.to_dict()
-    elif curve_note is not None:
+    if curve is None and curve_note is not None:
         summary["known_curve"] = {"not_computed": curve_note}
     folder = step_folder(ctx, "attribute")
     files: list[str] = []
     if folder is not None:
-        from bayes_risk.auditing.plots import ATTRIBUTE_FIGURES
-
         # column "record"; with the Bayes factors of the true values
         write_table(ctx, res.to_dataframe(), folder / "records.csv", index=True)
         write_json(folder / "summary.json", summary)
@@ -298,8 +292,6 @@ def attribute_section(sec: Section, s: Any, result: Any, links: Links) -> None:
     mc = sm.get("mc_uncertainty")
     if mc:
         sec.blocks.append(_mc_block(mc, links, src))
-    from bayes_risk.auditing.plots import ATTRIBUTE_FIGURES
-
     for kind, name, cap in ATTRIBUTE_FIGURES:
         if kind == "khat" and not ("khat_max" in recs and _computed(recs["khat_max"])):
             # an empty frame says nothing a sentence cannot: no figure, and why

@@ -112,12 +112,10 @@ def identification_step(ctx: StepContext) -> StepOutcome:
                               **kw) if p.given.known_sweep else None)
     given = _given_selection(ctx, kw)
     regimes = dataset_regimes(ctx)
-    d = res.to_dict()
+    d = per.to_dict()  # with the radius search
     if regimes is not None:
         d["regimes"] = regimes
-    d["settings"]["records_output"] = "per-target"
     if sweep is not None:
-        d["radius_search"] = sweep.to_dict()
         d["at_maximising_radius"] = {"radius": per.radius_star,
                                      "summary": at_star.to_dict()["summary"]}
     d["pooled"] = _pooled_dict(pooled)

@@ -1,4 +1,5 @@
-"""Arguments of ``bayes-risk attribute`` (run: :mod:`bayes_risk.cli.attribute`)."""
+"""``bayes-risk attribute``: its arguments and its runs (the runner's rows: the model's
+intruders, the business-data measures)."""
 
 from __future__ import annotations
 
@@ -15,15 +16,213 @@ from bayes_risk.attribute.specs import (
     EstimatorSpec,
     ScenarioSpec,
 )
+from bayes_risk.cli import _common
 from bayes_risk.cli._common import RECORDS_HELP, add_input_arguments, add_run_arguments
+from bayes_risk.cli._runner import Run
 from bayes_risk.cli.parsers import add_argument_options, add_spec_options
 
-__all__ = ["add_parser", "SCENARIO_CHOICES", "LARGEST_VALUE_CHOICES"]
+__all__ = ["add_parser", "parse_pairs", "RUN", "BUSINESS"]
 
 #: ``--scenario`` values; the last three are the Wei & Reiter largest-value scenarios
 SCENARIO_CHOICES = ("worst-case", "partially-known", "empty", "two-records", "known-records",
                     "largest-value", "second-largest", "two-largest-sum")
 LARGEST_VALUE_CHOICES = SCENARIO_CHOICES[5:]
+
+
+def _business(args: argparse.Namespace) -> bool:
+    """Whether the run is of the business-data measures, which read the release alone; the
+    options of the model-based measures are refused beside them (before anything is read)."""
+    from bayes_risk.exceptions import ValidationError
+
+    if args.relative_difference is None and args.closest_match is None:
+        if args.top is not None:
+            raise ValidationError("--top applies to --relative-difference.",
+                                  code="OPTION_CONFLICT")
+        return False
+    model_options = [flag for flag, v in (
+        ("--model", args.model), ("--scenario", args.scenario), ("--column", args.column),
+        ("--pairs", args.pairs), ("--known-records", args.known_records),
+        ("--known-curve", args.known_curve), ("--known-sweep", args.known_sweep),
+        ("--records", args.records)) if v is not None]
+    if model_options:
+        raise ValidationError(
+            f"{', '.join(model_options)}: not with --relative-difference or --closest-match, "
+            "which read the release alone (no model, no record selection); run them "
+            "separately.", code="OPTION_CONFLICT")
+    if args.delta is not None and args.relative_difference is None:
+        raise ValidationError("--delta applies to --relative-difference (or the largest-value "
+                              "scenarios), not --closest-match.", code="OPTION_CONFLICT")
+    return True
+
+
+def _given_scenario(args: argparse.Namespace) -> str:
+    """``--scenario``, else the one the options that go with it imply."""
+    by_records = args.known_records is not None or args.known_fraction is not None
+    return args.scenario or ("partially-known" if args.known else
+                             "two-records" if args.pairs else
+                             "known-records" if by_records else "worst-case")
+
+
+def _check(args: argparse.Namespace) -> None:
+    """The scenario's options against each other, before any file is read (the spec checks
+    which of its fields go with which scenario when it is built)."""
+    from bayes_risk._constraints import Interval, check_value
+    from bayes_risk._specs import cli_fields, spec_values
+    from bayes_risk.exceptions import ValidationError
+
+    values = spec_values(ScenarioSpec, vars(args))
+    given = _given_scenario(args)
+    if args.known_curve:
+        if given != "worst-case":
+            raise ValidationError(
+                "--known-curve sets the known records at each share itself (share 1 is the worst "
+                "case): drop --scenario, --known-records and --known-fraction.",
+                code="OPTION_CONFLICT")
+        for share in args.known_curve:  # checked before the run the curve follows
+            check_value(share, Interval(float, 0, 1), "--known-curve", code="BAD_OPTION_VALUE")
+        if "seed" in values:  # the curve's seed (the spec's applies to known-records only)
+            check_value(values.pop("seed"), Interval(int, 0), "ScenarioSpec.seed")
+    largest = given in LARGEST_VALUE_CHOICES
+    flags = {f.name: opt.flag for f, opt in cli_fields(ScenarioSpec)}
+    scenario_options = [flags[k] for k in values] + [o for o, v in (
+        ("--pairs", args.pairs), ("--known-records", args.known_records)) if v is not None]
+    if largest and args.column is None:
+        raise ValidationError(f"--scenario {given} needs --column (the magnitude column).",
+                              code="OPTION_REQUIRED")
+    if largest and scenario_options:
+        raise ValidationError(f"{', '.join(scenario_options)}: not with --scenario {given} (the "
+                              "intruder guesses the largest value of --column).",
+                              code="OPTION_CONFLICT")
+    for option, value, only in (("--column", args.column, LARGEST_VALUE_CHOICES),
+                                ("--upper", args.upper, LARGEST_VALUE_CHOICES[:2]),
+                                ("--delta", args.delta, LARGEST_VALUE_CHOICES),
+                                ("--total-known", args.total_known or None, ("second-largest",))):
+        if value is not None and given not in only:
+            what = "the largest-value scenarios " if len(only) > 1 else ""
+            raise ValidationError(f"{option} applies to {what}(--scenario {'|'.join(only)}), "
+                                  f"not {given}.", code="OPTION_CONFLICT")
+    if args.known_sweep and given != "worst-case":
+        raise ValidationError(
+            "--known-sweep sets the known columns of every subset itself (the empty subset is "
+            "the worst case): drop --known and --scenario.", code="OPTION_CONFLICT")
+    if largest and args.records is not None:
+        raise ValidationError("--records does not apply: the target is the largest value.",
+                              code="OPTION_CONFLICT")
+    _common.check_max_size(args)
+
+
+def _scenario(args: argparse.Namespace, read: dict[str, Any]) -> Any:
+    """``--scenario`` (implied by the options that go with it) as the API's ``ScenarioSpec``,
+    or the name of a largest-value scenario."""
+    from bayes_risk._specs import spec_values
+
+    given = _given_scenario(args)
+    if given in LARGEST_VALUE_CHOICES:
+        return given.replace("-", "_")
+    values = spec_values(ScenarioSpec, vars(args))
+    if args.known_curve:  # --known-seed is the curve's (the spec's applies to known-records)
+        values.pop("seed", None)
+    n = len(read["original"])
+    return ScenarioSpec(
+        kind=given.replace("-", "_"), **values,
+        pairs=None if args.pairs is None else parse_pairs(args.pairs, n),
+        known_records=_common.parse_records(args.known_records, n, "--known-records"))
+
+
+def parse_pairs(text: str, n: int) -> list[tuple[int, int]]:
+    """``--pairs``: ``"0:1,2:5"`` or a file with one pair per line (``I J``, ``I,J`` or ``I:J``);
+    ``ValidationError`` for a malformed pair or a record outside ``0..n-1``."""
+    from pathlib import Path
+
+    from bayes_risk.exceptions import ValidationError
+
+    path = Path(text)
+    if path.is_file():
+        items = [ln.strip() for ln in path.read_text().splitlines()
+                 if ln.strip() and not ln.lstrip().startswith("#")]
+        where = f"file {text!r}"
+    else:
+        items = [t.strip() for t in text.split(",") if t.strip()]
+        where = "--pairs"
+    out = []
+    for it in items:
+        parts = [p for p in it.replace(":", " ").replace(",", " ").replace(";", " ").split()]
+        if len(parts) != 2 or not all(p.isdigit() for p in parts):
+            raise ValidationError(f"{where}: {it!r} is not a pair of record numbers; expected "
+                                  "'I:J' such as '0:1,2:5' (a file: one pair 'I J' per line); "
+                                  "records are numbered from 0.", code="BAD_OPTION_VALUE")
+        i, j = int(parts[0]), int(parts[1])
+        if max(i, j) >= n:
+            raise ValidationError(f"{where}: pair {it!r} names a record outside 0..{n - 1} of "
+                                  "ORIGINAL.", code="BAD_OPTION_VALUE")
+        if i == j:
+            raise ValidationError(f"{where}: pair {it!r} names record {i} twice; a pair is two "
+                                  "different records (for one record: --scenario worst-case).",
+                                  code="BAD_OPTION_VALUE")
+        out.append((i, j))
+    if not out:
+        raise ValidationError(f"{where} holds no pair.", code="BAD_OPTION_VALUE")
+    return out
+
+
+def _model(args: argparse.Namespace, read: dict[str, Any]) -> Any:
+    """The saved model's likelihood, or the plug-in of the tree synthesizer that made the
+    release (:func:`bayes_risk.models.release_likelihood`) with ``--plugin-replicates``;
+    refused before any refit when it did not make the release (unless
+    ``--allow-other-model``: each measure then warns)."""
+    from bayes_risk.models import release_likelihood
+
+    original, synthetic = read["original"], read["synthetic"]
+    model = release_likelihood(
+        original, synthetic, None if args.model is None else _common.read_model(args, original),
+        random_seed=args.random_seed, n_bootstrap=read["estimator"].plugin_replicates)
+    if not args.allow_other_model:
+        from bayes_risk.data.provenance import check_release_model
+
+        check_release_model(model, synthetic, original)
+    return model
+
+
+def _candidates(args: argparse.Namespace, read: dict[str, Any]) -> Any:
+    """``--candidates``, with the model's grids; as given for the low-risk intruder (scenario
+    empty: no candidate sets) and the largest-value scenarios (none)."""
+    scenario = read["scenario"]
+    if isinstance(scenario, str) or scenario.kind == "empty":
+        return args.candidates
+    from bayes_risk.attribute.candidates import model_candidates
+
+    return model_candidates(args.candidates, read["model"], read["original"])
+
+
+#: attribute_run of --model (else the release's plug-in), ORIGINAL and SYN: the scenario's run
+#: with the knowledge sweep and the known-records curve given, or a largest-value intruder
+RUN = Run(
+    "bayes_risk.attribute.run:attribute_run", check=_check, specs={"estimator": EstimatorSpec},
+    argument_groups={"largest_value": LARGEST_VALUE_ARGUMENTS},
+    reads=(("scenario", _scenario), ("model", _model), "records", ("candidates", _candidates),
+           ("prior", lambda args, v: args.prior), "random_seed", "progressbar",
+           "allow_other_model", ("known_sweep", lambda args, v: args.known_sweep),
+           ("max_size", lambda args, v: args.max_size),
+           ("known_curve", lambda args, v: args.known_curve),
+           ("curve_seed", lambda args, v: args.known_seed or 0)),
+    inputs=(("model", lambda args, v: str(args.model) if args.model is not None else
+             f"{v['synthetic'].method} synthesizer rebuilt from the release manifest"),
+            "original", "synthetic", "records", "pairs?", "known_records?"),
+    files=lambda res, args: res.files(), dask=True,
+    # the sweep's known= is --known-sweep, not --known (the run itself is then the worst case)
+    options=lambda args: {"known": "--known-sweep"} if args.known_sweep else {})
+
+#: the business-data measures (the release alone)
+BUSINESS = Run("bayes_risk.attribute.business:business_run",
+               argument_groups={"relative": RELATIVE_DIFFERENCE_ARGUMENTS,
+                                "closest": CLOSEST_MATCH_ARGUMENTS},
+               reads=(("delta", lambda args, read: args.delta),),
+               files=lambda res, args: res.files())
+
+
+def _run(args: argparse.Namespace) -> int:
+    """``bayes-risk attribute``: the business-data measures, or the model's intruders."""
+    return (BUSINESS if _business(args) else RUN)(args)
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -91,7 +290,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     # the business-data measures, which read the release alone (no model)
     add_argument_options(p, RELATIVE_DIFFERENCE_ARGUMENTS, CLOSEST_MATCH_ARGUMENTS)
     add_spec_options(p, ScenarioSpec, EstimatorSpec)
-    add_run_arguments(p, "bayes_risk.cli.attribute",
+    add_run_arguments(p, _run,
                       "records.csv, summary.json and diagnostic plots",
                       dask="records", check="the release SYN or the --model", other_model=True)
     return p

@@ -1,11 +1,13 @@
-"""Arguments of ``bayes-risk identification`` (run: :mod:`bayes_risk.cli.identification`)."""
+"""``bayes-risk identification``: its arguments and its run (the runner's row)."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
+from bayes_risk.cli import _common
 from bayes_risk.cli._common import add_input_arguments, add_run_arguments, add_type_arguments
+from bayes_risk.cli._runner import Run
 from bayes_risk.cli.parsers import add_argument_options, add_spec_options
 from bayes_risk.identification.specs import (
     IDENTIFICATION_ARGUMENTS,
@@ -13,13 +15,191 @@ from bayes_risk.identification.specs import (
     MATCHING,
     RADIUS_SEARCH_ARGUMENTS,
     RADIUS_SWEEP_ARGUMENTS,
+    REFINE_POINTS,
     REPLICATES,
     REPLICATES_FIELDS,
     MatchSpec,
     PopulationSpec,
 )
 
-__all__ = ["add_parser"]
+__all__ = ["add_parser", "RUN"]
+
+
+def _check(args: argparse.Namespace) -> None:
+    """The options against each other, before any file is read: some known column, each once;
+    no knowledge sweep beside a selection (its subsets are not conditioned on it);
+    ``--records-output per-dataset`` with per-dataset aggregation; ``--radius-refine`` with
+    ``--radius-search``; ``--max-size`` with ``--known-sweep``."""
+    from bayes_risk._memory import fixed_mmap_threshold, lean_process
+
+    # before numpy loads: posterior replicates (--model) are drawn by models that may use BLAS
+    lean_process(blas_threads=args.model is not None)
+    fixed_mmap_threshold()
+    from bayes_risk.data.validate import require_distinct
+    from bayes_risk.exceptions import ValidationError
+
+    if not (args.known_unsynthesized or args.known_synthesized):
+        raise ValidationError(
+            "no known column: give the intruder's quasi-identifiers with --known-unsynthesized "
+            "COL ... (released unchanged) and/or --known-synthesized COL ... (synthesized)"
+            + (" — --known-sweep adds subsets of its columns to this run, it does not replace "
+               "it" if args.known_sweep else "") + ".",
+            code="OPTION_REQUIRED",
+        )
+    require_distinct([*args.known_unsynthesized, *args.known_synthesized],
+                     "--known-unsynthesized + --known-synthesized",
+                     hint="Give each known column once, in the option of its role.",
+                     code="BAD_OPTION_VALUE")
+    if args.selection is not None and args.known_sweep is not None:
+        raise ValidationError(
+            "--known-sweep does not condition on --selection: a subset of the known columns "
+            "may not tell the intruder whether a target was selected. Run the sweep without "
+            "--selection.", code="OPTION_CONFLICT")
+    if args.records_output == "per-dataset" and not _per_dataset(args):
+        raise ValidationError("--records-output per-dataset needs --aggregation per-dataset (or "
+                              "--compat): pooled probabilities give one row per target.",
+                              code="OPTION_CONFLICT")
+    if args.radius_refine is not None and args.radius_search is None:
+        raise ValidationError("--radius-refine needs --radius-search (it refines that search).",
+                              code="OPTION_REQUIRED")
+    _common.check_max_size(args)
+
+
+def _per_dataset(args: argparse.Namespace) -> bool:
+    """Whether the datasets are evaluated one at a time (``--aggregation``, else ``--compat``)."""
+    aggregation = args.aggregation.replace("-", "_") if args.aggregation else None
+    return aggregation == "per_dataset" or (aggregation is None and args.compat)
+
+
+def _match(args: argparse.Namespace) -> Any:
+    """The ``MatchSpec`` of its options, ``--radius`` parsed (the spec checks the values)."""
+    from bayes_risk._specs import spec_values
+
+    return MatchSpec(**{**spec_values(MatchSpec, vars(args)),
+                        "radius": _common.parse_radius(args.radius)})
+
+
+def _population(args: argparse.Namespace, read: dict[str, Any]) -> Any:
+    """The ``PopulationSpec`` of its options (``None``: none given), with the tables of
+    ``--population-counts true:FILE`` and ``--targets`` read; of a sampled release (matched on
+    its census's units), without ``--membership``, the intruder who does not know the sample
+    (the library's default)."""
+    import dataclasses
+
+    from bayes_risk._specs import spec_values
+    from bayes_risk.data.io import read_table
+    from bayes_risk.data.synthetic import sampled_records
+
+    values = spec_values(PopulationSpec, vars(args))
+    counts = values.get("counts")
+    if isinstance(counts, str) and counts.startswith("true:"):
+        values["counts"] = read_table(counts.split(":", 1)[1])
+    if args.targets:
+        values["targets"] = _common.read_records_table(
+            args.targets, "--targets", _common.missing_labels(args),
+            _common.numeric_columns(args))
+    if not values:
+        return None
+    spec = PopulationSpec(**values)  # checked as given
+    if ("membership" not in values and args.model is None  # no replicates: the census's
+            and sampled_records(read["synthetic"]) is not None):
+        return dataclasses.replace(spec, membership="unknown")
+    return spec
+
+
+def _selection(args: argparse.Namespace, read: dict[str, Any]) -> Any:
+    """``selection=`` of ``--selection``; ``records``: the release's synthesized records."""
+    if args.selection is None or args.selection.strip() != "records":
+        return args.selection
+    flags = getattr(read["synthetic"], "synthesized_records", None)
+    if flags is None:
+        from bayes_risk.exceptions import ValidationError
+
+        raise ValidationError(
+            "--selection records: the release's manifest lists no synthesized records (a "
+            "partially synthetic release of selected records lists them). Give the rule as an "
+            "expression on the known columns, or 'release'.", code="SELECTION_NOT_RECORDED")
+    return flags
+
+
+def _replicates(args: argparse.Namespace, read: dict[str, Any]) -> Any:
+    """The ``PosteriorReplicates`` of ``--model`` (``None`` without it): the options given,
+    the others at the replicates' defaults (which check them)."""
+    from bayes_risk._specs import argument_values, cli_arguments
+
+    given = argument_values(REPLICATES_FIELDS, vars(args))
+    if args.model is None:
+        flags = [opt.flag for name, opt in cli_arguments(REPLICATES_FIELDS) if name in given] + (
+            ["--allow-other-model"] if args.allow_other_model else [])
+        if flags:
+            from bayes_risk.exceptions import ValidationError
+
+            raise ValidationError(f"{', '.join(flags)} need(s) --model (the fitted synthesis "
+                                  "model the replicates are drawn from).", code="OPTION_REQUIRED")
+        return None
+    from bayes_risk.identification.replicates import PosteriorReplicates
+    from bayes_risk.models import rebuild_synthesizer
+
+    original, syn = read["original"], read["synthetic"]
+    model = (rebuild_synthesizer(original, syn) if args.model == "release"
+             else _common.read_model(args, original))
+    if hasattr(model, "progressbar"):  # the replicates show their own progress
+        model.progressbar = False
+    if "max_replicates" in given:  # >= 1: a bad --max-replicates is reported as itself
+        given["min_replicates"] = max(1, min(500, given["max_replicates"]))
+    return PosteriorReplicates(model, **given, random_seed=args.random_seed,
+                               allow_other_model=args.allow_other_model)
+
+
+def _search(args: argparse.Namespace, read: dict[str, Any]) -> list[float] | None:
+    """The radii of ``--radius-search`` (``default``: the library's)."""
+    if args.radius_search is None:
+        return None
+    from bayes_risk.identification.radius import SEARCH_RADII
+
+    return (list(SEARCH_RADII) if args.radius_search == "default"
+            else _common.parse_numbers(args.radius_search, "--radius-search"))
+
+
+def _files(run: Any, args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The run's tables (the large ones written by pyarrow) and figures."""
+    import functools
+
+    from bayes_risk.data.io import write_csv
+    from bayes_risk.identification.run import LARGE_TABLES
+
+    tables, figures = run.files()
+    return {name: functools.partial(write_csv, t) if name in LARGE_TABLES else t
+            for name, t in tables.items()}, figures
+
+
+#: identification_run of ORIGINAL and SYN, handed over (freed once encoded): the run, the radius
+#: search and sweep and the knowledge sweep given, for the intruder of --selection
+RUN = Run(
+    "bayes_risk.identification.run:identification_run", check=_check, specs={"match": _match},
+    reads=(("schema", lambda args, v: _common.release_schema(v["original"], v["synthetic"], args)
+            # the manifest's roles and types (Urban, Marital as categories: no radius)
+            or v["synthetic"].schema),
+           ("population", _population), ("selection", _selection),
+           ("replicates", _replicates),
+           # the command writes no pooled probabilities: the run keeps none (its memory, the
+           # sweep's) unless the replicates or the records per dataset need them
+           ("aggregation", lambda args, v: (
+               (args.aggregation or "").replace("-", "_") or None
+               if v["replicates"] is not None or _per_dataset(args) else "pooled_measures")),
+           ("known", lambda args, v: [*args.known_unsynthesized, *args.known_synthesized]),
+           ("synthesized", lambda args, v: list(args.known_synthesized)),
+           ("search", _search),
+           ("refine", lambda args, v: REFINE_POINTS if args.radius_refine is None
+            else args.radius_refine),
+           # "" is refused, never ignored
+           ("sweep", lambda args, v: _common.parse_numbers(args.radius_sweep, "--radius-sweep")),
+           ("known_sweep", lambda args, v: args.known_sweep or None),
+           ("max_size", lambda args, v: args.max_size),
+           ("records", lambda args, v: args.records_output),
+           ("free_inputs", lambda args, v: True), "progressbar"),
+    inputs=("original", "synthetic", "targets?"), files=_files, dask=True, hand_over=True,
+    dpi=120)
 
 
 _DESCRIPTION = """\
@@ -73,7 +253,7 @@ def add_parser(subparsers: Any) -> None:
         "the word 'release' instead of DIR refits the CART synthesizer that made a CART release "
         "from its manifest")
     add_argument_options(p, REPLICATES_FIELDS)
-    add_run_arguments(p, "bayes_risk.cli.identification",
+    add_run_arguments(p, RUN,
                       "records.csv, summary.json, radius_sweep.csv/.png, "
                       "radius_search.csv/.png, "
                       "known_sweep*.csv/.png, running_estimate.png", dask="targets",
