@@ -212,8 +212,15 @@ def read_records_table(path: str, argument: str,
     return df
 
 
-def read_inputs(args: argparse.Namespace) -> tuple[pd.DataFrame, Any]:
-    """ORIGINAL and the release SYN of a run (``--missing-code`` labels applied)."""
+def read_inputs(args: argparse.Namespace, *, row_order: bool = True) -> tuple[pd.DataFrame, Any]:
+    """ORIGINAL and the release SYN of a run (``--missing-code`` labels applied), ORIGINAL
+    checked against the fingerprint in SYN's manifest (``ORIGINAL_DIFFERS``, as the audit's
+    first check) before any model is read or rebuilt; ``row_order``: whether the command pairs
+    record i of ORIGINAL with row i of each dataset (else the same records in another order
+    are accepted), as :func:`~bayes_risk.data.fingerprint.check_original`."""
+    import warnings
+
+    from bayes_risk.data.fingerprint import check_original
     from bayes_risk.data.synthetic import read_synthetic
 
     if getattr(args, "model_function", None) is not None and getattr(args, "model", None) in (
@@ -224,9 +231,14 @@ def read_inputs(args: argparse.Namespace) -> tuple[pd.DataFrame, Any]:
     # the options first, then the two reads: the original, then the release in one pass
     numeric, labels = numeric_columns(args), missing_labels(args)
     original = read_records_table(args.original, "ORIGINAL", labels, numeric)
-    return original, read_synthetic(args.synthetic, like=original, missing_labels=labels,
-                                    allow_different_original=args.allow_different_original,
-                                    recoded=getattr(args, "recoded", None))
+    release = read_synthetic(args.synthetic, like=original, missing_labels=labels,
+                             allow_different_original=args.allow_different_original,
+                             recoded=getattr(args, "recoded", None))
+    with warnings.catch_warnings():
+        # only the error matters here: the measure warns again under --allow-different-original
+        warnings.simplefilter("ignore")
+        check_original(original, release, row_order=row_order)
+    return original, release
 
 
 def parse_records(text: str | None, n: int, argument: str = "--records") -> list[int] | None:

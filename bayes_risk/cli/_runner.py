@@ -88,6 +88,10 @@ class Run:
         the function's messages use (``command_line_options``) beside the parser's.
     dpi : int
         The figures' resolution.
+    row_order : bool
+        Whether the function pairs record i of ORIGINAL with row i of each dataset: ORIGINAL
+        is checked against the release's fingerprint before anything else is read
+        (``read_inputs``), the same records in another order accepted when not.
     """
 
     function: str
@@ -109,6 +113,7 @@ class Run:
     hand_over: bool = False
     options: Callable[[argparse.Namespace], Mapping[str, str]] | None = None
     dpi: int = 100
+    row_order: bool = True
 
     def __call__(self, args: argparse.Namespace) -> int:
         """Run the sub-command of ``args``; the exit status."""
@@ -124,7 +129,7 @@ class Run:
             kw.update(argument_values(table, given))
         kw.update({k: argument_values(table, given) for k, table in self.argument_groups.items()})
         if "synthetic" in self.inputs:
-            kw["original"], kw["synthetic"] = _common.read_inputs(args)
+            kw["original"], kw["synthetic"] = _common.read_inputs(args, row_order=self.row_order)
         else:
             kw["original"] = _common.read_records_table(
                 args.original, "ORIGINAL", _common.missing_labels(args),

@@ -143,7 +143,8 @@ def check_original(original: pd.DataFrame, source: Any, *, what: str = "the rele
     Raises
     ------
     SchemaError
-        ``ORIGINAL_DIFFERS`` (a ``DataWarning`` after ``allow_different_original()``).
+        ``ORIGINAL_DIFFERS`` (a ``DataWarning`` after ``allow_different_original()``);
+        ``NOT_A_NUMBER``: a value of a number column of the release is text.
     """
     record = getattr(source, "original_fingerprint", None)
     schema = getattr(source, "schema", None)
@@ -154,6 +155,11 @@ def check_original(original: pd.DataFrame, source: Any, *, what: str = "the rele
         # caller refuses a missing column it needs (MISSING_COLUMN, which names it); the rows
         # of the shared columns are still checked for alignment (data.alignment)
         return
+    from bayes_risk.data.schema import check_numeric_text
+
+    for spec in schema:  # text in a number column is refused as such, naming its records
+        if not spec.is_categorical:
+            check_numeric_text(spec.name, original[spec.name], spec.type)
     if isinstance(record, str):
         record = {"table": record}
     n = record.get("n_records")

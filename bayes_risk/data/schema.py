@@ -21,7 +21,7 @@ from bayes_risk.exceptions import (
 
 __all__ = [
     "ColumnType", "ColumnRole", "ColumnSpec", "Schema", "infer_schema", "check_column_labels",
-    "check_confusable_names", "CATEGORICAL_TYPES", "NUMERIC_TYPES"
+    "check_confusable_names", "check_numeric_text", "CATEGORICAL_TYPES", "NUMERIC_TYPES"
 ]
 
 ColumnType = Literal["categorical", "ordinal", "count", "continuous"]
@@ -389,8 +389,9 @@ def _describe_cells(s: pd.Series, rows: np.ndarray, limit: int = 5) -> str:
     return f"{shown}{more}"
 
 
-def _check_numeric_text(c: str, s: pd.Series, declared: str | None) -> None:
-    """Refuse a text column of numbers but for a few stray cells (not inferred a factor)."""
+def check_numeric_text(c: str, s: pd.Series, declared: str | None) -> None:
+    """Refuse a text column of numbers but for a few stray cells (not inferred a factor), and
+    any text in a column ``declared`` continuous or count (``NOT_A_NUMBER``)."""
     if pd.api.types.is_numeric_dtype(s.dtype) or isinstance(s.dtype, pd.CategoricalDtype):
         return
     if pd.api.types.is_bool_dtype(s.dtype):
@@ -562,7 +563,7 @@ def infer_schema(df: pd.DataFrame, *, categorical: Iterable[str] | None = None,
             if hit.any():  # infer the type from the values that are not codes
                 s = s.astype("Int64" if pd.api.types.is_integer_dtype(s.dtype) else np.float64)
                 s = s.mask(pd.Series(hit, index=s.index))
-        _check_numeric_text(c, s, forced.get(c))
+        check_numeric_text(c, s, forced.get(c))
         typ = forced.get(c) or _infer_type(s)
         lv: tuple[Any, ...] | None = None
         if typ in CATEGORICAL_TYPES:

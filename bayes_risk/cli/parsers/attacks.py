@@ -34,13 +34,14 @@ def _check(args: argparse.Namespace) -> None:
                               "--inference SECRET.", code="OPTION_REQUIRED")
 
 
-#: attacks_run of ORIGINAL, SYN and --holdout: the attacks given, each with its own options
+#: attacks_run of ORIGINAL, SYN and --holdout: the attacks given, each with its own options (no
+#: record paired with a row: ORIGINAL in another row order is the release's)
 RUN = Run("bayes_risk.attacks.run:attacks_run", check=_check, arguments=(ATTACK_ARGUMENTS,),
           argument_groups={"singling_out": SINGLING_OUT_ARGUMENTS,
                            "linkability": LINKABILITY_ARGUMENTS,
                            "inference": INFERENCE_ARGUMENTS},
           reads=("holdout", "schema", "random_seed"), inputs=("original", "synthetic", "holdout"),
-          files=lambda res, args: res.files())
+          files=lambda res, args: res.files(), row_order=False)
 
 _EPILOG = """\
 examples:

@@ -212,12 +212,12 @@ RUN = Run(
     # the sweep's known= is --known-sweep, not --known (the run itself is then the worst case)
     options=lambda args: {"known": "--known-sweep"} if args.known_sweep else {})
 
-#: the business-data measures (the release alone)
+#: the business-data measures (the release alone; ORIGINAL in another row order is the release's)
 BUSINESS = Run("bayes_risk.attribute.business:business_run",
                argument_groups={"relative": RELATIVE_DIFFERENCE_ARGUMENTS,
                                 "closest": CLOSEST_MATCH_ARGUMENTS},
                reads=(("delta", lambda args, read: args.delta),),
-               files=lambda res, args: res.files())
+               files=lambda res, args: res.files(), row_order=False)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -50,7 +50,8 @@ def _files(res: Any, args: argparse.Namespace) -> tuple[dict[str, Any], dict[str
     return tables, {}
 
 
-#: disclosure_run of ORIGINAL and SYN: the measures of --keys, the differencing check
+#: disclosure_run of ORIGINAL and SYN: the measures of --keys, the differencing check (synthpop's
+#: measures pair no record with a row: ORIGINAL in another row order is the release's)
 RUN = Run("bayes_risk.disclosure.run:disclosure_run", check=_check,
           specs={"exclude": ExclusionSpec}, arguments=(DISCLOSURE_ARGUMENTS,),
           reads=(("schema", lambda args, v: None if args.keys is None else
@@ -58,7 +59,7 @@ RUN = Run("bayes_risk.disclosure.run:disclosure_run", check=_check,
                  ("differencing", lambda args, v: args.differencing),
                  ("selected", lambda args, v: _common.parse_records(
                      args.selected, len(v["original"]), "--selected"))),
-          files=_files, text=lambda res, args: res.summary_text())
+          files=_files, text=lambda res, args: res.summary_text(), row_order=False)
 
 
 _EPILOG = """\

@@ -35,11 +35,13 @@ def _text(res: Any, args: argparse.Namespace) -> str:
                       + (" ..." if len(args.synthetic) > 1 else ""), *res.lines()])
 
 
-#: remedy_run of ORIGINAL and SYN, the release saved in --format
+#: remedy_run of ORIGINAL and SYN, the release saved in --format (ORIGINAL in another row order
+#: is the release's: no remedy pairs a record with a row)
 RUN = Run("bayes_risk.disclosure.remedy:remedy_run", check=_check,
           argument_groups={"synthpop": SDC_ARGUMENTS, "sdcmicro_options": SDCMICRO_ARGUMENTS},
           reads=("random_seed",), text=_text,
-          save=lambda res, args, folder: res.save(folder, file_format=args.file_format))
+          save=lambda res, args, folder: res.save(folder, file_format=args.file_format),
+          row_order=False)
 
 
 _EPILOG = """\
