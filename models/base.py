@@ -264,6 +264,41 @@ class BaseSynthesizer(metaclass=ABCMeta):
             return False
         return True
 
+    def text_lines(self) -> list[str]:
+        """The fit in words, as ``bayes-risk fit`` prints it: the table it was fitted to, the
+        columns it synthesizes, its identity and that its saved folder holds the confidential
+        data (a Bayesian model: its run and convergence checks instead).
+
+        Returns
+        -------
+        list of str
+            One line each.
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit``.
+        """
+        head, lines = self._fit_lines()
+        return [head, *lines, "the model folder holds the confidential data: keep it as "
+                "confidential as the data"]
+
+    def _fit_lines(self) -> tuple[str, list[str]]:
+        """The headline of the fit and the lines naming its columns and identity."""
+        from bayes_risk.data.provenance import model_id
+
+        check_is_fitted(self, "schema_", method="text_lines")
+        # the columns the fitted model synthesizes (a PyMC model: the observed ones), not the
+        # types it was given (issue 85: every column of a PyMC fit was named)
+        fitted, mid = self.schema_, model_id(self)
+        n = getattr(self, "n_records", None) or (
+            getattr(self, "original_fingerprint_", None) or {}).get("n_records")
+        head = f"fitted {self.method_name} to {n} records x {len(fitted.names)} columns"
+        return head, [
+            f"synthesized columns: {', '.join(map(str, fitted.synthesized or fitted.names))}",
+            *([] if mid is None else [f"model id: {mid[:16]} (recorded in model.json and in "
+                                      "the manifest of every release it makes)"])]
+
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params(deep=False).items())
         return f"{type(self).__name__}({args})"

@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     labels = file_labels(df)
     tables = {} if labels is None else {  # for 'synthesize --model DIR --format sav|dta|xpt'
         LABELS_FILE: lambda path: write_json(path, labels.to_dict())}
-    write_run(args, _summary_lines(args, model, df),
+    write_run(args, model.text_lines(),
               _summary(args, model) if info.convergence else None, tables=tables,
               extra=model.save)
     return 0
@@ -147,34 +147,3 @@ def _predictor_matrix(path: str) -> Any:
     except (OSError, ValueError) as e:
         raise ValidationError(f"--predictor-matrix: cannot read {path!r} as a CSV table ({e}).",
                               code="BAD_OPTION_VALUE") from e
-
-
-def _summary_lines(args: argparse.Namespace, model: Any, df: Any) -> list[str]:
-    """Headline of the fit, the model's identity and, for MCMC models, its convergence checks
-    (R-hat, ESS; Vehtari et al. 2021)."""
-    from bayes_risk.contract import capabilities
-    from bayes_risk.data.provenance import model_id
-
-    # the columns the fitted model synthesizes (a PyMC model: the observed ones), not the types
-    # given on the command line (issue 85: every column of a PyMC fit was named)
-    fitted, mid = model.schema_, model_id(model)
-    head = f"fitted {args.method} to {len(df)} records x {len(df.columns)} columns"
-    lines = [f"synthesized columns: {', '.join(map(str, fitted.synthesized or fitted.names))}",
-             *([] if mid is None else [f"model id: {mid[:16]} (recorded in model.json and in "
-                                       "the manifest of every release it makes)"])]
-    if not capabilities(type(model)).convergence:
-        return [head, *lines, "the model folder holds the confidential data: keep it as "
-                "confidential as the data"]
-    from bayes_risk.models._bayesian.convergence_report import convergence_lines
-
-    conv = model.convergence_summary()
-    run, *checks = convergence_lines(model, conv, args.method)
-    lines.insert(0, f"{head} ({run})")
-    eps = getattr(model, "epsilon_per_dataset", None)  # a synthesizer with a known ε
-    if eps is not None:
-        lines.append(f"differential privacy: ε = {eps:.4g} per synthetic dataset of {len(df):,} "
-                     f"records (prior count {model.alpha_:.4g} per cell); a release of m "
-                     "datasets has m·ε (the fitted model itself is not private: keep it)")
-    lines += checks
-    return lines
-

@@ -578,6 +578,32 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         self._check_fitted()
         return convergence_report.mcmc_warnings(self)
 
+    def text_lines(self) -> list[str]:
+        """The fit in words, as ``bayes-risk fit`` prints it: the table it was fitted to and
+        its run, the columns it synthesizes, its identity, a private model's ε, and the
+        convergence checks (R-hat, ESS; Vehtari et al. 2021) as :meth:`convergence_text`.
+
+        Returns
+        -------
+        list of str
+            One line each.
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit``.
+        """
+        self._check_fitted("text_lines")
+        head, lines = self._fit_lines()
+        run, *checks = convergence_report.convergence_lines(self)
+        eps = getattr(self, "epsilon_per_dataset", None)  # a synthesizer with a known ε
+        if eps is not None:
+            lines.append(f"differential privacy: ε = {eps:.4g} per synthetic dataset of "
+                         f"{self.n_records:,} records (prior count {self.alpha_:.4g} per cell); "
+                         "a release of m datasets has m·ε (the fitted model itself is not "
+                         "private: keep it)")
+        return [f"{head} ({run})", *lines, *checks]
+
     def convergence_text(self) -> str:
         """The run and its convergence checks in words, as ``bayes-risk fit`` prints them: the
         chains, draws and warm-up; the largest R-hat and smallest bulk ESS of the quantities

@@ -9,6 +9,7 @@ import pytest
 
 import bayes_risk.cli as cli
 from bayes_risk.data import SyntheticData, infer_schema, make_ce_like
+from bayes_risk.exceptions import NotFittedError
 from bayes_risk.models import get_synthesizer, load_model
 
 pytestmark = pytest.mark.filterwarnings("ignore::bayes_risk.exceptions.DataWarning")
@@ -165,3 +166,20 @@ def test_pmm_model_has_no_likelihood(tmp_path, csv, capsys):
         err = capsys.readouterr().err
         assert "[NO_LIKELIHOOD]" in err and "SmallCellPMMSynthesizer has no likelihood" in err, err
         assert not out.exists()
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_fit_prints_the_models_own_text(tmp_path, csv, capsys, method):
+    """The command prints ``model.text_lines()`` (the fitted model's words, issue 87), the same
+    from the folder it saved; before the fit the model has none."""
+    path, _ = csv
+    mdir = tmp_path / "model"
+    with pytest.raises(NotFittedError, match="text_lines"):
+        get_synthesizer(method)().text_lines()
+    capsys.readouterr()
+    assert cli.main(["fit", str(path), "--method", method, *METHODS[method], *TYPES,
+                     "--random-seed", "3", "--out", str(mdir)]) == 0
+    printed = [ln.strip() for ln in capsys.readouterr().out.splitlines()]
+    lines = load_model(mdir).text_lines()
+    assert lines[0] == f"fitted {method} to 300 records x 7 columns"
+    assert printed[:len(lines)] == lines
