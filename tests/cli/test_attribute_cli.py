@@ -173,12 +173,18 @@ def test_cli_tree_release_without_model(method, tmp_path, capsys):
     res = attribute_risk(df, release, model=plug, records=range(15), random_seed=4,
                          progressbar=False)
     np.testing.assert_allclose(rec["p_true"], res.records["p_true"], rtol=1e-12)
-    # a table that is not the one the release was made from is refused, nothing written
+    # a table that is not the one the release was made from is refused by the fingerprint in
+    # its manifest, before the synthesizer is rebuilt from it, nothing written; accepted as
+    # another table, the rebuilt synthesizer does not reproduce the release
     bad = df.copy()
     bad["Tenure"] = bad["Tenure"].iloc[::-1].to_numpy()
     bad_path = tmp_path / "bad.csv"
     bad.to_csv(bad_path, index=False)
     assert run_cli(["attribute", str(bad_path), str(syn_dir),
+                    "-q", "--out", str(tmp_path / "att_bad")]) == 2
+    err = capsys.readouterr().err
+    assert "error [ORIGINAL_DIFFERS]" in err and "['Tenure']" in err
+    assert run_cli(["attribute", str(bad_path), str(syn_dir), "--allow-different-original",
                     "-q", "--out", str(tmp_path / "att_bad")]) == 2
     assert "does not reproduce" in capsys.readouterr().err
     assert not (tmp_path / "att_bad").exists()
