@@ -200,6 +200,9 @@ class DesignResult:
                              "search_stage": "" if b is None else b["stage"],
                              "fresh": x["value"],
                              "moved": np.nan if b is None else x["value"] - b["value"],
+                             # what the verdict judges: flagged records counted at worst
+                             "search_at_worst": np.nan if b is None else b["at_worst"],
+                             "fresh_at_worst": x["at_worst"], "fresh_flagged": x["flagged"],
                              "threshold": x["threshold"], "direction": x["direction"],
                              "fresh_exceeds": x["exceeds"],
                              "near_threshold": _crosses(x)})
@@ -275,9 +278,12 @@ class DesignResult:
             out += ["", "Selection: each line in the search and in the fresh re-audit (fresh "
                     "seeds, fresh synthetic datasets); the fresh figure is the verdict:"]
             for r in sel.itertuples():
+                worst = (f"; at worst, its {r.fresh_flagged:,} flagged records counted: "
+                         f"search {_fmt(r.search_at_worst, r.unit)} → fresh "
+                         f"{_fmt(r.fresh_at_worst, r.unit)}" if r.fresh_flagged else "")
                 out.append(f"- candidate {r.candidate}, {r.line}: search {_fmt(r.search, r.unit)}"
-                           f" → fresh {_fmt(r.fresh, r.unit)} (moved {_fmt(r.moved, r.unit)}; "
-                           f"threshold {'≥ ' if r.direction == 'min' else '≤ '}"
+                           f" → fresh {_fmt(r.fresh, r.unit)} (moved {_fmt(r.moved, r.unit)}"
+                           f"{worst}; threshold {'≥ ' if r.direction == 'min' else '≤ '}"
                            f"{_fmt(r.threshold, r.unit)})"
                            + (" EXCEEDS" if r.fresh_exceeds else "")
                            + (" — near the threshold" if r.near_threshold else ""))

@@ -121,6 +121,14 @@ def test_a_line_with_flagged_records_passes_only_at_its_worst_case(ce, toy_measu
     line = res.frontier_frame().query("line == 'toy share' and flagged == 10").iloc[0]
     assert line["value"] == 1.0 and line["at_worst"] == pytest.approx(1090 / 100)
     assert line["high"] == pytest.approx(10.9) and "flagged" in line["interval"]
+    # the fresh re-audit states the figure the verdict judges: its flagged records at worst
+    TOY["flagged"] = {("Expenditure", "Income", "Tenure"): 10, ("Income", "Tenure"): 2}
+    res = _toy_design(ce, random_seed=1, max_candidates=12)
+    sel = res.selection_frame().query("line == 'toy share'").iloc[0]
+    assert sel["fresh"] == 1.0 and sel["fresh_flagged"] == 2
+    assert sel["fresh_at_worst"] == pytest.approx((0.9 + 2) / 92 * 100)
+    assert "toy share: search 1 % → fresh 1 % (moved 0 %; at worst, its 2 flagged records " \
+        "counted: search 3.15 % → fresh 3.15 %" in str(res), str(res)
     # every candidate flagged: the line no candidate passes, judged and reported at its worst
     TOY["flagged"] = {("Expenditure", "Income", "Tenure"): 10, ("Income", "Tenure"): 10}
     res = _toy_design(ce, random_seed=1, max_candidates=12)
