@@ -124,7 +124,8 @@ class Evaluator:
         return model, before, rel
 
     def audit(self, release: Any, model: Any, steps: Sequence[str], seed: list[int], *,
-              records: Sequence[int] | None = None, out: Any = None) -> Any:
+              records: Sequence[int] | None = None, out: Any = None, before: Any = None
+              ) -> Any:
         from bayes_risk.auditing.api import audit
 
         # the steps the user skips stay skipped; the others run in their screen
@@ -136,7 +137,8 @@ class Evaluator:
                                   attribute_records=records if records is not None
                                   else self.settings.attribute_records)
         kw = dict(known=self.known, model=model, thresholds=self.thresholds, progressbar=False,
-                  random_seed=int(np.random.SeedSequence(seed).generate_state(1)[0]), out=out)
+                  random_seed=int(np.random.SeedSequence(seed).generate_state(1)[0]), out=out,
+                  before=before)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # each line carries the codes that question it
             try:
@@ -225,6 +227,7 @@ class _Nothing:
     """The audit of a screen whose steps the user skips: no line, no failed step."""
 
     verdicts: list[Any] = []
+    measured: list[Any] = []
     failed_steps: list[Any] = []
 
 
@@ -288,15 +291,19 @@ def fresh_reaudit(result: Any, ev: Evaluator, cands: list, confirm: int, root: P
         model, before, rel = ev.release(cand, tag="fresh")
         remedied = cand["remedy"] != "none"
         folder = None if root is None else root / "release_audit"
-        lines: list[dict[str, Any]] = []
-        res = _written_audit(ev, rel, None if remedied else model, cand, folder)
-        lines += [line_record(v, "fresh re-audit") for v in res.verdicts]
-        lines += [_failed_line(s) for s in res.failed_steps]
-        if remedied:
+        pre = _NOTHING
+        if remedied:  # the model-based steps, which the remedied release's audit withholds
             pre_folder = None if root is None else root / "release_before_remedy_audit"
-            pre = _written_audit(ev, before, model, cand, pre_folder, withheld_only=res)
-            lines += [line_record(v, "fresh re-audit", "release before the remedy")
-                      for v in pre.verdicts]
+            pre = _written_audit(ev, before, model, cand, pre_folder, ev.expensive)
+        # the release's audit carries those lines as upper bounds (where they bound it): its
+        # report has every line; the design judges every line of both, as in the search
+        res = _written_audit(ev, rel, None if remedied else model, cand, folder,
+                             [*ev.cheap, *ev.expensive],
+                             before=None if pre is _NOTHING else pre)
+        lines = [line_record(v, "fresh re-audit") for v in res.measured]
+        lines += [line_record(v, "fresh re-audit", "release before the remedy")
+                  for v in pre.verdicts]
+        lines += [_failed_line(s) for s in [*res.failed_steps, *pre.failed_steps]]
         rec_fresh = candidate_record(cand, lines, time.perf_counter() - t0, 0.0)
         result.confirmations.append({"key": rec["key"], "record": rec_fresh})
         if rec_fresh["feasible"]:
@@ -318,19 +325,16 @@ def fresh_reaudit(result: Any, ev: Evaluator, cands: list, confirm: int, root: P
 
 
 def _written_audit(ev: Evaluator, release: Any, model: Any, cand: Mapping[str, Any],
-                   folder: Path | None, withheld_only: Any = None) -> Any:
-    """The full audit of a fresh release, written with its report and report.zip when
-    ``folder`` is given; ``withheld_only``: the steps that audit withheld, alone."""
-    steps = [*ev.cheap, *ev.expensive]
-    if withheld_only is not None:
-        steps = [s for s in steps if s in withheld_only.plan.withheld]
+                   folder: Path | None, steps: Sequence[str], before: Any = None) -> Any:
+    """The audit of a fresh release by ``steps``, written with its report and report.zip when
+    ``folder`` is given; ``before``: the audit of the release before its remedy."""
     seed = stable_seed(ev.seed, "audit-fresh", cand["key"], str(folder))
-    if folder is None:
-        return ev.audit(release, model, steps, seed)
+    if folder is None or all(s in (ev.settings.skip or ()) for s in steps):
+        return ev.audit(release, model, steps, seed, before=before)  # nothing to write
     from bayes_risk._io import atomic_dir
 
     with atomic_dir(folder) as tmp:
-        res = ev.audit(release, model, steps, seed, out=tmp)
+        res = ev.audit(release, model, steps, seed, out=tmp, before=before)
         res.to_html(tmp / "report.html", bundle="report.zip")
         res.to_markdown(tmp / "report.md", bundle="report.zip")
         res.to_zip(tmp / "report.zip")

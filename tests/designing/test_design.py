@@ -468,6 +468,14 @@ def test_real_design_writes_the_release_its_audit_and_the_frontier(real):
     for x in fresh:
         if x["source"] == "this release":
             assert written[x["measure"]] == pytest.approx(x["value"])
+    # a remedied release's audit carries the lines of the release before the remedy (the
+    # model-based steps it withholds) as upper bounds: the report a board gets has every line
+    chosen = next(r for r in res.candidates if r["key"] == res.chosen)
+    assert chosen["settings"]["remedy"] == "smooth"
+    pre = json.loads((out / "release_before_remedy_audit/summary.json").read_text())
+    carried = {v["measure"]: v["value"] for v in audit["verdicts"] if v.get("carried")}
+    assert carried and carried == {v["measure"]: v["value"] for v in pre["verdicts"]
+                                   if v["step"] == "attribute"}
     fr = res.frontier_frame()
     assert {"low", "high", "threshold"} <= set(fr.columns)
     ident = fr[fr["threshold_name"] == "expected_match_rate"]
