@@ -294,11 +294,12 @@ def fresh_reaudit(result: Any, ev: Evaluator, cands: list, confirm: int, root: P
         pre = _NOTHING
         if remedied:  # the model-based steps, which the remedied release's audit withholds
             pre_folder = None if root is None else root / "release_before_remedy_audit"
-            pre = _written_audit(ev, before, model, cand, pre_folder, ev.expensive)
+            pre = _written_audit(ev, before, model, cand, pre_folder, ev.expensive,
+                                 label="before the remedy")
         # the release's audit carries those lines as upper bounds (where they bound it): its
         # report has every line; the design judges every line of both, as in the search
         res = _written_audit(ev, rel, None if remedied else model, cand, folder,
-                             [*ev.cheap, *ev.expensive],
+                             [*ev.cheap, *ev.expensive], label="release",
                              before=None if pre is _NOTHING else pre)
         lines = [line_record(v, "fresh re-audit") for v in res.measured]
         lines += [line_record(v, "fresh re-audit", "release before the remedy")
@@ -325,10 +326,12 @@ def fresh_reaudit(result: Any, ev: Evaluator, cands: list, confirm: int, root: P
 
 
 def _written_audit(ev: Evaluator, release: Any, model: Any, cand: Mapping[str, Any],
-                   folder: Path | None, steps: Sequence[str], before: Any = None) -> Any:
+                   folder: Path | None, steps: Sequence[str], *, label: str,
+                   before: Any = None) -> Any:
     """The audit of a fresh release by ``steps``, written with its report and report.zip when
-    ``folder`` is given; ``before``: the audit of the release before its remedy."""
-    seed = stable_seed(ev.seed, "audit-fresh", cand["key"], str(folder))
+    ``folder`` is given; ``before``: the audit of the release before its remedy. Its seed is
+    the design's, the candidate's and ``label``'s: the same wherever the design is written."""
+    seed = stable_seed(ev.seed, "audit-fresh", cand["key"], label)
     if folder is None or all(s in (ev.settings.skip or ()) for s in steps):
         return ev.audit(release, model, steps, seed, before=before)  # nothing to write
     from bayes_risk._io import atomic_dir

@@ -214,6 +214,16 @@ def test_the_frontier_draws_each_disco_line_the_audit_judges():
     plt.close(fig)
 
 
+def test_fresh_reaudit_is_the_same_wherever_the_design_is_written(ce, toy_measure, tmp_path):
+    """Same seed, same numbers: the fresh re-audit's seeds do not depend on ``out``."""
+    TOY["noise"] = 0.1
+    runs = [_toy_design(ce, random_seed=1, max_candidates=12, out=out)
+            for out in (tmp_path / "a", tmp_path / "deeper" / "b", None)]
+    fresh = [[(x["measure"], x["value"]) for c in r.confirmations for x in c["record"]["lines"]]
+             for r in runs]
+    assert fresh[0] and fresh[0] == fresh[1] == fresh[2]
+
+
 def test_fresh_reaudit_corrects_a_winner_whose_risk_was_understated(ce, toy_measure):
     TOY["noise"] = 0.1
     res = _toy_design(ce, random_seed=1, max_candidates=12)
