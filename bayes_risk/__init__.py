@@ -113,6 +113,7 @@ _API: dict[str, str] = {
     "sdc": "bayes_risk.disclosure.sdc",
     # sdcMicro's remedies of a release (PRAM, local suppression, MDAV, noise; audited again)
     "sdcmicro": "bayes_risk.disclosure.sdcmicro",
+    "SdcMicroSpec": "bayes_risk.disclosure.specs",
     # results
     "RiskResult": "bayes_risk.results",
     "Summary": "bayes_risk.results",

@@ -175,10 +175,6 @@ ENTRIES: dict[str, Callable[..., Any]] = {
         lambda d, **bad: bayes_risk.original_risk(d, keys=["Urban", "Marital"], **bad),
     "bayes_risk.disclosure.specs.SDC_ARGUMENTS":
         lambda d, **bad: bayes_risk.sdc(d, [d], keys=["Urban", "Marital"], **bad),
-    "bayes_risk.disclosure.specs.SDCMICRO_ARGUMENTS":
-        lambda d, **bad: bayes_risk.sdcmicro(d, [d], pram=["Urban"], microaggregation=["Age"],
-                                             add_noise=["Income", "Expenditure"],
-                                             local_suppression=["Marital"], **bad),
     "bayes_risk.privacy._ARGUMENT_CHECKS": lambda d, **bad: _privacy(**bad),
     # the models' settings tables: each model's settings, checked by its constructor or fit
     "bayes_risk.models._bayesian.sampling._SETTINGS":
