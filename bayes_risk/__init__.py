@@ -102,6 +102,8 @@ _API: dict[str, str] = {
     "singling_out_risk": "bayes_risk.attacks.singling_out",
     "linkability_risk": "bayes_risk.attacks.linkability",
     "inference_risk": "bayes_risk.attacks.inference",
+    "PredicateSpec": "bayes_risk._attack_specs",
+    "GuessSpec": "bayes_risk._attack_specs",
     # empirical disclosure measures (synthpop)
     "disclosure_measures": "bayes_risk.disclosure.measures",
     "ExclusionSpec": "bayes_risk.disclosure.specs",
