@@ -190,10 +190,11 @@ def test_identification_given_the_selection_equals_in_process(client, ce, aggreg
     kw = {**CE_KW, "aggregation": aggregation, "known": [*KNOWN_US, *KNOWN_S],
           "synthesized": KNOWN_S}
     for selection in ("Age >= 60", sel):
-        ref = _quiet(br.identification_risk, y, z, selection=selection, **kw)
+        pop = br.PopulationSpec(selection=selection)
+        ref = _quiet(br.identification_risk, y, z, population=pop, **kw)
         assert ref.settings["selection"]["n_selected"] == int(sel.sum())
         for original in (y, dd.from_pandas(y, npartitions=3)):
-            res = _quiet(bd.identification_risk, original, z, selection=selection,
+            res = _quiet(bd.identification_risk, original, z, population=pop,
                          client=client, partition_size=37, **kw)
             _assert_same_identification(res, ref)
 

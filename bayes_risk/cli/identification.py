@@ -29,6 +29,7 @@ def _engine_options(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
 
     given = vars(args)
     population = spec_values(PopulationSpec, given)
+    population.pop("selection", None)  # the run conditions on --selection itself (records)
     counts = population.get("counts")
     if isinstance(counts, str) and counts.startswith("true:"):
         population["counts"] = read_table(counts.split(":", 1)[1])
