@@ -75,6 +75,7 @@ _API: dict[str, str] = {
     "radius_sweep": "bayes_risk.identification.api",
     "radius_search": "bayes_risk.identification.radius",
     "known_sweep": "bayes_risk.identification.knowledge",
+    "LatticeSpec": "bayes_risk._lattice",
     "PosteriorReplicates": "bayes_risk.identification.replicates",
     "MatchSpec": "bayes_risk.identification.specs",
     "PopulationSpec": "bayes_risk.identification.specs",

@@ -234,7 +234,7 @@ def run_known_sweep(original: Any, synthetic: Any, *, candidates: Sequence[str],
         The run's known and synthesized columns: candidates among them keep their role,
         otherwise (a candidate the run does not know) the release says which were synthesized.
     max_size : int, optional
-        As in ``known_sweep``.
+        ``LatticeSpec.max_size`` of ``known_sweep``.
     **kwargs
         The run's arguments of ``identification_risk``; a radius per column is kept for the
         candidates only.
@@ -243,6 +243,7 @@ def run_known_sweep(original: Any, synthetic: Any, *, candidates: Sequence[str],
     -------
     KnowledgeSweepResult
     """
+    from bayes_risk._lattice import LatticeSpec
     from bayes_risk.identification.knowledge import known_sweep  # its modules: on first use
 
     cands = list(candidates)
@@ -253,4 +254,4 @@ def run_known_sweep(original: Any, synthetic: Any, *, candidates: Sequence[str],
         kwargs["match"] = match.replace(
             radius={c: r for c, r in match.radius.items() if c in cands} or None)
     return known_sweep(original, synthetic, candidates=cands, synthesized=roles,
-                        max_size=max_size, **kwargs)
+                        lattice=LatticeSpec(max_size=max_size), **kwargs)
