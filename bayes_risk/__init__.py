@@ -75,6 +75,7 @@ _API: dict[str, str] = {
     "radius_sweep": "bayes_risk.identification.api",
     "radius_search": "bayes_risk.identification.radius",
     "known_sweep": "bayes_risk.identification.knowledge",
+    "LatticeSpec": "bayes_risk._lattice",
     "PosteriorReplicates": "bayes_risk.identification.replicates",
     "MatchSpec": "bayes_risk.identification.specs",
     "PopulationSpec": "bayes_risk.identification.specs",
@@ -102,6 +103,8 @@ _API: dict[str, str] = {
     "singling_out_risk": "bayes_risk.attacks.singling_out",
     "linkability_risk": "bayes_risk.attacks.linkability",
     "inference_risk": "bayes_risk.attacks.inference",
+    "PredicateSpec": "bayes_risk._attack_specs",
+    "GuessSpec": "bayes_risk._attack_specs",
     # empirical disclosure measures (synthpop)
     "disclosure_measures": "bayes_risk.disclosure.measures",
     "ExclusionSpec": "bayes_risk.disclosure.specs",
@@ -113,6 +116,7 @@ _API: dict[str, str] = {
     "sdc": "bayes_risk.disclosure.sdc",
     # sdcMicro's remedies of a release (PRAM, local suppression, MDAV, noise; audited again)
     "sdcmicro": "bayes_risk.disclosure.sdcmicro",
+    "SdcMicroSpec": "bayes_risk.disclosure.specs",
     # results
     "RiskResult": "bayes_risk.results",
     "Summary": "bayes_risk.results",

@@ -1,7 +1,9 @@
 """The arguments of anonymeter's attacks (:func:`~bayes_risk.attacks.singling_out_risk`,
 :func:`~bayes_risk.attacks.linkability_risk`, :func:`~bayes_risk.attacks.inference_risk`), each
 with its option of ``bayes-risk attacks`` and, for a plain integer, its check, which the
-attack makes by the same table (:func:`bayes_risk._constraints.check_params`).
+attack makes by the same table (:func:`bayes_risk._constraints.check_params`); the grouped
+ones: :class:`PredicateSpec` (singling out's predicates) and :class:`GuessSpec` (a right
+guess of the inference), validated when built.
 
 Imports only the standard library at module level, as the spec modules (``bayes-risk --help``
 imports no numpy); not in ``bayes_risk.attacks``, whose package imports the attacks.
@@ -9,6 +11,8 @@ imports no numpy); not in ``bayes_risk.attacks``, whose package imports the atta
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from bayes_risk._constraints import (
@@ -16,13 +20,14 @@ from bayes_risk._constraints import (
     Flag,
     Interval,
     SequenceOf,
+    check_fields,
     check_value,
     checked,
 )
 from bayes_risk._specs import cli_option
 
-__all__ = ["SINGLING_OUT_ARGUMENTS", "LINKABILITY_ARGUMENTS", "INFERENCE_ARGUMENTS",
-           "ATTACK_ARGUMENTS"]
+__all__ = ["PredicateSpec", "GuessSpec", "SINGLING_OUT_ARGUMENTS", "LINKABILITY_ARGUMENTS",
+           "INFERENCE_ARGUMENTS", "ATTACK_ARGUMENTS"]
 
 
 def _modes(modes: list[str]) -> list[str]:
@@ -43,22 +48,94 @@ def _column_lists(texts: list[str]) -> tuple[list[str], ...]:
     return out
 
 
-#: singling_out_risk's own arguments (mode: the command's MODE "none" runs no singling out)
+@dataclass(frozen=True)
+class PredicateSpec:
+    """The predicates of the singling-out attack
+    (:func:`~bayes_risk.attacks.singling_out_risk`'s ``predicates=``).
+
+    Parameters
+    ----------
+    n_cols : int
+        Columns of a multivariate predicate (anonymeter's 3).
+    columns : sequence of str, optional
+        The columns the predicates may use (default: every column of the original).
+    max_attempts : int or None
+        Multivariate candidates tried at most per dataset (anonymeter's 10,000,000; ``None``:
+        no limit).
+
+    Raises
+    ------
+    ValidationError
+        A field out of its range, named in the message.
+
+    Examples
+    --------
+    >>> PredicateSpec(n_cols=2).max_attempts
+    10000000
+    """
+
+    n_cols: int = field(default=3, metadata=cli_option(
+        "--n-cols", "columns of a multivariate predicate (default 3)", type=int, metavar="N",
+        group="singling out") | checked(Interval(int, 1)))
+    columns: Sequence[str] | None = field(default=None, metadata=cli_option(
+        "--columns", "columns the predicates may use (default: every column)", nargs="+",
+        metavar="COL", group="singling out"))
+    max_attempts: int | None = field(default=10_000_000, metadata=cli_option(
+        "--max-attempts", "multivariate candidates tried at most per dataset (default 10000000, "
+        "anonymeter's)", type=int, metavar="N", group="singling out")
+        | checked([Interval(int, 1), None]))
+
+    __post_init__ = check_fields  # the fields' table is the whole check
+
+
+@dataclass(frozen=True)
+class GuessSpec:
+    """When the inference intruder's guess of a secret is right
+    (:func:`~bayes_risk.attacks.inference_risk`'s ``guess=``).
+
+    Parameters
+    ----------
+    regression : bool or None
+        ``True``: a guess is right within ``tolerance``; ``False``: when equal; ``None``
+        (default): within ``tolerance`` for a numeric secret, equal for a categorical one.
+        (anonymeter 1.1.0's constructor takes ``regression=False`` by default: equality for
+        every column.)
+    tolerance : float
+        Largest relative difference ``|guess − value| / |guess|`` of a right guess (anonymeter's
+        0.05).
+
+    Raises
+    ------
+    ValidationError
+        A field out of its range, named in the message.
+
+    Examples
+    --------
+    >>> GuessSpec(tolerance=0.1).regression is None
+    True
+    """
+
+    regression: bool | None = field(default=None, metadata=cli_option(
+        "--regression", "whether a guess is right within --tolerance (yes) or only when equal "
+        "(no); auto (default): within it for a numeric secret, equal for a categorical one "
+        "(anonymeter 1.1.0's own default is no)", choices=("auto", "yes", "no"),
+        parse={"auto": None, "yes": True, "no": False}.get, group="inference")
+        | checked([Flag(), None]))
+    tolerance: float = field(default=0.05, metadata=cli_option(
+        "--tolerance", "largest relative difference |guess - value| / |guess| of a right "
+        "numeric guess (default 0.05, anonymeter's)", type=float, metavar="T",
+        group="inference") | checked(Interval(float, 0)))
+
+    __post_init__ = check_fields  # the fields' table is the whole check
+
+
+#: singling_out_risk's own arguments (mode: the command's MODE "none" runs no singling out;
+#: its predicates: :class:`PredicateSpec`)
 SINGLING_OUT_ARGUMENTS: dict[str, dict[str, Any]] = {
     "mode": cli_option(
         "--singling-out", "modes to run: univariate (one column per predicate), multivariate "
         "(--n-cols columns), or none (default: both)", nargs="+", metavar="MODE",
         choices=("univariate", "multivariate", "none"), parse=_modes, group="singling out"),
-    "n_cols": cli_option(
-        "--n-cols", "columns of a multivariate predicate (default 3)", type=int, metavar="N",
-        group="singling out") | checked(Interval(int, 1)),
-    "columns": cli_option(
-        "--columns", "columns the predicates may use (default: every column)", nargs="+",
-        metavar="COL", group="singling out"),
-    "max_attempts": cli_option(
-        "--max-attempts", "multivariate candidates tried at most per dataset (default 10000000, "
-        "anonymeter's)", type=int, metavar="N", group="singling out")
-        | checked([Interval(int, 1), None]),
 }
 
 #: the columns of the linkability intruder's two tables (a table of one column may be named
@@ -88,7 +165,7 @@ LINKABILITY_ARGUMENTS: dict[str, dict[str, Any]] = {
         group="linkability") | checked(Interval(int, 1)),
 }
 
-#: inference_risk's own arguments
+#: inference_risk's own arguments (when a guess is right: :class:`GuessSpec`)
 INFERENCE_ARGUMENTS: dict[str, dict[str, Any]] = {
     "secret": cli_option(
         "--inference", "columns whose value the intruder guesses, each attacked on its own "
@@ -96,16 +173,6 @@ INFERENCE_ARGUMENTS: dict[str, dict[str, Any]] = {
     "aux_columns": cli_option(
         "--aux-columns", "the columns the inference intruder knows of a target (default: every "
         "column but the secret)", nargs="+", metavar="COL", group="inference"),
-    "regression": cli_option(
-        "--regression", "whether a guess is right within --tolerance (yes) or only when equal "
-        "(no); auto (default): within it for a numeric secret, equal for a categorical one "
-        "(anonymeter 1.1.0's own default is no)", choices=("auto", "yes", "no"),
-        parse={"auto": None, "yes": True, "no": False}.get, group="inference")
-        | checked([Flag(), None]),
-    "tolerance": cli_option(
-        "--tolerance", "largest relative difference |guess - value| / |guess| of a right "
-        "numeric guess (default 0.05, anonymeter's)", type=float, metavar="T",
-        group="inference") | checked(Interval(float, 0)),
 }
 
 #: the arguments every attack takes

@@ -10,12 +10,21 @@ import itertools
 import math
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import Interval, Options, check_params, check_value
+from bayes_risk._constraints import (
+    Flag,
+    Interval,
+    Options,
+    check_fields,
+    check_params,
+    check_value,
+    checked,
+)
 from bayes_risk._terminal import progress
 from bayes_risk.data.missing import missing_mask
 from bayes_risk.data.validate import require_distinct
@@ -28,7 +37,8 @@ from bayes_risk.results.knowledge import (
     subset_label,
 )
 
-__all__ = ["Evaluator", "planned", "sweep", "check_max_size", "shapley_values", "level_labels"]
+__all__ = ["LatticeSpec", "Evaluator", "planned", "sweep", "check_max_size", "shapley_values",
+           "level_labels"]
 
 #: per kind: the file-level figures of a subset (the table's columns) and the columns of
 #: ``levels`` (the risk summed by level, the second sum and its share)
@@ -38,6 +48,46 @@ _LEVELS = {"identification": ("expected_match_risk", "true_matches", "share_true
 #: per kind, the words of the Shapley note: the set, one of its members, the empty set
 _WORDS = {"identification": ("candidates", "variable", "the intruder who knows nothing"),
           "attribute": ("columns", "column", "the worst case, no own value known")}
+
+@dataclass(frozen=True)
+class LatticeSpec:
+    """The subsets of the known variables a knowledge sweep evaluates
+    (:func:`~bayes_risk.identification.known_sweep`,
+    :func:`~bayes_risk.attribute.attribute_known_sweep`: ``lattice=``), and the bands of its
+    per-level contributions.
+
+    Parameters
+    ----------
+    max_size : int, optional
+        Largest subset size evaluated exhaustively, from 1 to the number of candidates
+        (default: every size, the full lattice).
+    greedy_beyond : bool
+        Follow the greedy forward path from the riskiest subset of size ``max_size`` to the
+        full set.
+    bands : int
+        Quantile bands of a numeric variable in the per-level contributions (default: deciles).
+    max_subsets : int
+        Largest number of subsets evaluated (default 4,096); more is an error.
+
+    Raises
+    ------
+    ValidationError
+        A field out of its range, named in the message (``max_size`` against the candidates
+        when the sweep starts).
+
+    Examples
+    --------
+    >>> LatticeSpec(max_size=2).max_subsets
+    4096
+    """
+
+    max_size: int | None = None
+    greedy_beyond: bool = field(default=True, metadata=checked(Flag()))
+    bands: int = field(default=10, metadata=checked(Interval(int, 1)))
+    max_subsets: int = field(default=4096, metadata=checked(Interval(int, 1)))
+
+    __post_init__ = check_fields  # the fields' table; max_size needs the candidates
+
 
 #: a subset's warnings: code -> (the class to emit it with, ``None``: not emitted; its text)
 Warned = dict[str, tuple[type | None, str]]
@@ -75,9 +125,8 @@ def check_max_size(max_size: Any, candidates: Sequence[str], argument: str) -> i
     return check_value(max_size, Interval(int, 1, n_c), arg_name("max_size"))
 
 
-def planned(candidates: Any, *, kind: str, measure: str, bands: Any, max_size: Any,
-            max_subsets: int, argument: str = "candidates"
-            ) -> tuple[list[str], int, list[frozenset]]:
+def planned(candidates: Any, *, kind: str, measure: str, lattice: LatticeSpec,
+            argument: str = "candidates") -> tuple[list[str], int, list[frozenset]]:
     """The candidates (at least one, each once, at most 20), ``max_size`` and the subsets a
     sweep evaluates first: every subset of at most ``max_size`` candidates (the empty one
     first), then the full set minus each candidate and the full set; the sweep's arguments
@@ -90,10 +139,10 @@ def planned(candidates: Any, *, kind: str, measure: str, bands: Any, max_size: A
     if len(cands) > 20:
         raise ValidationError(f"{arg_name(argument)}: at most 20 candidate variables. "
                               f"Got {len(cands)}.", code="INVALID_ARGUMENT")
-    check_params(dict(measure=measure, bands=bands),
-                 {"measure": Options(SHAPLEY_MEASURES[kind]), "bands": Interval(int, 1)})
-    size, n_c = check_max_size(max_size, cands, argument), len(cands)
+    check_params(dict(measure=measure), {"measure": Options(SHAPLEY_MEASURES[kind])})
+    size, n_c = check_max_size(lattice.max_size, cands, argument), len(cands)
     n_planned = sum(math.comb(n_c, k) for k in range(size + 1))
+    max_subsets = lattice.max_subsets
     if n_planned > max_subsets:
         lower = [f"lower {arg_name('max_size')} (the greedy path continues beyond it)"
                  ] if has_option("max_size") else []
@@ -110,21 +159,21 @@ def planned(candidates: Any, *, kind: str, measure: str, bands: Any, max_size: A
 
 
 def sweep(ev: Evaluator, cands: list[str], planned: list[frozenset], *, max_size: int,
-          greedy_beyond: bool, measure: str, bands: int, synthesized: Sequence[str],
+          lattice: LatticeSpec, measure: str, synthesized: Sequence[str],
           extra: Mapping[str, Any], progressbar: bool) -> KnowledgeSweepResult:
     """The knowledge sweep of ``ev``'s measure: the ``planned`` subsets, then the greedy path
-    beyond ``max_size``, tabulated; the drivers' ``synthesized`` column from ``synthesized``;
-    ``extra`` settings after the sweep's own (or in their place). The subsets' warnings are
-    given once per code for the sweep."""
+    beyond ``max_size`` (``lattice.max_size`` resolved by :func:`planned`), tabulated; the
+    drivers' ``synthesized`` column from ``synthesized``; ``extra`` settings after the sweep's
+    own (or in their place). The subsets' warnings are given once per code for the sweep."""
     lat = _Lattice(ev, cands)
     lat.run_many(planned, progressbar)
-    greedy = _greedy_path(lat, max_size, measure) if greedy_beyond else []
-    lattice = max_size >= len(cands) - 1  # every subset evaluated
-    drivers, note = _drivers(lat, ev.kind, synthesized, lattice)
+    greedy = _greedy_path(lat, max_size, measure) if lattice.greedy_beyond else []
+    complete = max_size >= len(cands) - 1  # every subset evaluated
+    drivers, note = _drivers(lat, ev.kind, synthesized, complete)
     settings = ev.settings()
     settings.update(candidates=cands, synthesized=list(synthesized), max_size=int(max_size),
-                    greedy_beyond=bool(greedy_beyond), measure=measure, bands=int(bands),
-                    lattice_complete=lattice)
+                    greedy_beyond=bool(lattice.greedy_beyond), measure=measure,
+                    bands=int(lattice.bands), lattice_complete=complete)
     settings.update(extra)
     settings["n_subsets"] = len(lat.done)
     warn = dict(ev.warnings)
@@ -139,7 +188,7 @@ def sweep(ev: Evaluator, cands: list[str], planned: list[frozenset], *, max_size
     return KnowledgeSweepResult(
         candidates=tuple(cands), synthesized=tuple(synthesized), measure=measure,
         table=_table(lat, ev.kind, measure, greedy), drivers=drivers,
-        levels=_levels(ev, cands, bands), shapley_note=note, settings=settings,
+        levels=_levels(ev, cands, lattice.bands), shapley_note=note, settings=settings,
         warnings=tuple(warn), warning_details=warn, kind=ev.kind,
     )
 

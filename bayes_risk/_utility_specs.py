@@ -34,16 +34,9 @@ def imputed_columns(columns: Sequence[str]) -> list[str]:
 
 #: the nulls of the pMSE
 NULLS = ("auto", "theory", "perm", "pairs")
-#: the arguments of :func:`~bayes_risk.utility.utility_summary` (and of the pMSE, which checks
-#: ``null`` and ``n_perm`` by this table) with their options of ``bayes-risk utility``
+#: the arguments of :func:`~bayes_risk.utility.utility_summary` with their options of
+#: ``bayes-risk utility``
 UTILITY_ARGUMENTS: dict[str, dict[str, Any]] = {
-    "null": cli_option(
-        "--null", "pMSE null: chi-square theory (logit), label permutations, or pairs of "
-        "synthetic datasets (default auto: theory for logit, perm/pairs for cart)",
-        choices=NULLS) | checked(Options(NULLS)),
-    "n_perm": cli_option(
-        "--n-perm", "permutations for --null perm (default 100)", type=int, metavar="B")
-        | checked(Interval(int, 2)),
     "table_order": cli_option(
         "--table-order", "per-table utility (synthpop's utility.tables): every table of 1 to N "
         "columns, N = 1, 2 or 3 (default 2: every column and every pair)", type=int,
@@ -98,7 +91,8 @@ def check_rules(rules: Any, name: str = "rules") -> str:
 
 @dataclass(frozen=True)
 class PropensitySpec:
-    """The propensity model of the pMSE: its kind, terms, columns and fitting settings.
+    """The propensity model of the pMSE: its kind, terms, columns and fitting settings, and
+    the null distribution its value is read against.
 
     Parameters
     ----------
@@ -112,6 +106,12 @@ class PropensitySpec:
     cp, min_leaf, min_split, max_depth : CART settings (see ``method``).
     max_iter : int
         Maximum IRLS iterations of the logistic model.
+    null : {"auto", "theory", "perm", "pairs"}
+        Null distribution: ``χ²`` moments (logit only), permuted labels (complete synthesis
+        only), or pairs of synthetic datasets (``m >= 2``). ``"auto"``: theory for logit; for
+        CART perm (complete) or pairs.
+    n_perm : int
+        Permutations of ``null="perm"`` (synthpop uses 50).
 
     Raises
     ------
@@ -145,6 +145,13 @@ class PropensitySpec:
         Interval(int, 1)))
     max_iter: int = field(default=100, metadata=checked(
         Interval(int, 1)))
+    null: Literal["auto", "theory", "perm", "pairs"] = field(default="auto", metadata=cli_option(
+        "--null", "pMSE null: chi-square theory (logit), label permutations, or pairs of "
+        "synthetic datasets (default auto: theory for logit, perm/pairs for cart)",
+        choices=NULLS) | checked(Options(NULLS)))
+    n_perm: int = field(default=100, metadata=cli_option(
+        "--n-perm", "permutations for --null perm (default 100)", type=int, metavar="B")
+        | checked(Interval(int, 2)))
 
     def __post_init__(self) -> None:
         check_fields(self)

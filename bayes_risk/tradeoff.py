@@ -111,7 +111,7 @@ def _measures(
                                  identification_options.get("replicates"))[1]
     util = pmse(original, synthetic,
                 propensity=PropensitySpec(method=utility_method, max_order=max_order),
-                schema=schema, categorical=categorical, synthesized=syn_cols, null="auto")
+                schema=schema, categorical=categorical, synthesized=syn_cols)
     risk = identification_risk(original, synthetic, known=known, synthesized=syn_cols,
                                categorical=categorical, schema=schema, aggregation=aggregation,
                                progressbar=progressbar, **identification_options)

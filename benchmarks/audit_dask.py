@@ -126,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             res = br.audit(ce, release, known=["Age", "Urban", "Marital", "Income"],
-                           random_seed=3, progressbar=False, executor=executor)
+                           random_seed=3, progressbar=False,
+                           settings=br.AuditSettings(executor=executor))
         d1, w1, wall = _usage(), _workers(client), time.time() - t0
     finally:
         api._run_step = run_step

@@ -39,6 +39,7 @@ from _common import SCALE, shared_file  # noqa: E402
 from bayes_risk.data import infer_schema, read_table  # noqa: E402
 from bayes_risk.disclosure import differencing_check  # noqa: E402
 from bayes_risk.identification.api import identification_risk  # noqa: E402
+from bayes_risk.identification.specs import PopulationSpec  # noqa: E402
 from bayes_risk.models import SmallCellPMMSynthesizer  # noqa: E402
 
 IV = ["agegr", "edu", "socprof"]
@@ -153,7 +154,8 @@ def main() -> dict:
     # of the release lists its sensitive cells, so the intruder holding a target's IVs knows
     # whether it was synthesized
     ident = {how: identification_risk(df, release, known=[*IV, "sex", "placesize", "marital"],
-                                      synthesized=IV, selection=how, progressbar=False)
+                                      synthesized=IV, population=PopulationSpec(selection=how),
+                                      progressbar=False)
              for how in (None, "release")}
     sel = model.recipients_
     print("\nIdentification risk of the one implicate (known: the IVs, sex, placesize, marital):")

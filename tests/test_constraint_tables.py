@@ -157,11 +157,9 @@ def _singling_out(d: pd.DataFrame, **bad: Any) -> Any:
 #: the public entry of each argument table: called with a valid release and the one argument
 #: refused
 ENTRIES: dict[str, Callable[..., Any]] = {
-    "bayes_risk._attack_specs.SINGLING_OUT_ARGUMENTS": _singling_out,
     "bayes_risk._attack_specs.ATTACK_ARGUMENTS": _singling_out,
     "bayes_risk._attack_specs.LINKABILITY_ARGUMENTS":
         _attacks("linkability_risk", aux_columns=(["Age"], ["Income"])),
-    "bayes_risk._attack_specs.INFERENCE_ARGUMENTS": _attacks("inference_risk", secret="Income"),
     "bayes_risk.attribute.specs.LARGEST_VALUE_ARGUMENTS":
         lambda d, **bad: bayes_risk.attribute.business.relative_difference(
             d, [d], columns=["Income"], **bad),
@@ -175,10 +173,6 @@ ENTRIES: dict[str, Callable[..., Any]] = {
         lambda d, **bad: bayes_risk.original_risk(d, keys=["Urban", "Marital"], **bad),
     "bayes_risk.disclosure.specs.SDC_ARGUMENTS":
         lambda d, **bad: bayes_risk.sdc(d, [d], keys=["Urban", "Marital"], **bad),
-    "bayes_risk.disclosure.specs.SDCMICRO_ARGUMENTS":
-        lambda d, **bad: bayes_risk.sdcmicro(d, [d], pram=["Urban"], microaggregation=["Age"],
-                                             add_noise=["Income", "Expenditure"],
-                                             local_suppression=["Marital"], **bad),
     "bayes_risk.privacy._ARGUMENT_CHECKS": lambda d, **bad: _privacy(**bad),
     # the models' settings tables: each model's settings, checked by its constructor or fit
     "bayes_risk.models._bayesian.sampling._SETTINGS":

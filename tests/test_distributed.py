@@ -190,10 +190,11 @@ def test_identification_given_the_selection_equals_in_process(client, ce, aggreg
     kw = {**CE_KW, "aggregation": aggregation, "known": [*KNOWN_US, *KNOWN_S],
           "synthesized": KNOWN_S}
     for selection in ("Age >= 60", sel):
-        ref = _quiet(br.identification_risk, y, z, selection=selection, **kw)
+        pop = br.PopulationSpec(selection=selection)
+        ref = _quiet(br.identification_risk, y, z, population=pop, **kw)
         assert ref.settings["selection"]["n_selected"] == int(sel.sum())
         for original in (y, dd.from_pandas(y, npartitions=3)):
-            res = _quiet(bd.identification_risk, original, z, selection=selection,
+            res = _quiet(bd.identification_risk, original, z, population=pop,
                          client=client, partition_size=37, **kw)
             _assert_same_identification(res, ref)
 
@@ -668,22 +669,22 @@ def _same_audit(a, b, scheduler: str, on_cluster: set[str] = ON_CLUSTER) -> None
 
 @pytest.mark.slow
 def test_audit_on_the_cluster_equals_in_process(client, cart_release, tmp_path):
-    """``audit(executor=client)``: the identification (per dataset, pooled, the radius searches),
-    posterior-replicate and attribute steps on 2 workers give the in-process figures, and the
-    report says where each step ran."""
+    """``AuditSettings(executor=client)``: the identification (per dataset, pooled, the radius
+    searches), posterior-replicate and attribute steps on 2 workers give the in-process
+    figures, and the report says where each step ran."""
     y, _, syn = cart_release
     # a short search, 12 points refined (each round on a cluster is a round trip): the test
     # stays cheap and still covers the refinement
     settings = br.AuditSettings(sweep=[0.05, 0.1], radius_refine=12)
     _quiet(br.audit, y, syn, settings=settings, out=tmp_path / "in", **AUDIT_KW)
-    res = _quiet(br.audit, y, syn, settings=settings, out=tmp_path / "dk", executor=client,
-                 **AUDIT_KW)
+    res = _quiet(br.audit, y, syn, settings=settings.replace(executor=client),
+                 out=tmp_path / "dk", **AUDIT_KW)
     _same_audit(tmp_path / "in", tmp_path / "dk", client.scheduler.address)
     html = res.to_html(tmp_path / "report.html").read_text()
     assert f"on the Dask cluster at {client.scheduler.address} (2 workers): the matching" in html
     assert res.step("utility").where == {"kind": "in process", "text": "in process"}
     with pytest.raises(ValidationError, match="executor must be None"):
-        br.audit(y, syn, executor="tcp://127.0.0.1:8786", **AUDIT_KW)
+        br.audit(y, syn, settings=br.AuditSettings(executor="tcp://127.0.0.1:8786"), **AUDIT_KW)
 
 
 @pytest.mark.slow

@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk._attack_specs import INFERENCE_ARGUMENTS
-from bayes_risk._constraints import COLUMN_NAMES, Interval, SequenceOf, check_params, check_value
+from bayes_risk._attack_specs import GuessSpec
+from bayes_risk._constraints import COLUMN_NAMES, Interval, SequenceOf, check_value
 from bayes_risk._rng import RandomSeed, as_generator
-from bayes_risk._specs import argument_checks
+from bayes_risk._specs import as_spec
 from bayes_risk.attacks._inputs import attack_inputs, code_table, result_fields
 from bayes_risk.attacks.linkability import _scale, nearest_rows
 from bayes_risk.attacks.rates import (
@@ -88,8 +88,7 @@ def inference_risk(
     aux_columns: Sequence[str] | None = None,
     holdout: pd.DataFrame | None = None,
     n_attacks: int | None = 500,
-    regression: bool | None = None,
-    tolerance: float = 0.05,
+    guess: GuessSpec | None = None,
     schema: Schema | None = None,
     categorical: Iterable[str] | None = None,
     confidence_level: float = 0.95,
@@ -114,14 +113,10 @@ def inference_risk(
         Records attacked in each of the original and the holdout, at most all of them (``None``:
         all); the baseline makes as many guesses as the main attack, at most the synthetic
         rows.
-    regression : bool or None
-        ``True``: a guess is right within ``tolerance``; ``False``: when equal; ``None``
-        (default): within ``tolerance`` for a numeric secret, equal for a categorical one.
-        (anonymeter 1.1.0's constructor takes ``regression=False`` by default: equality for
-        every column.)
-    tolerance : float
-        Largest relative difference ``|guess − value| / |guess|`` of a right guess (anonymeter's
-        0.05).
+    guess : GuessSpec, optional
+        When a guess is right: equal, or within a relative tolerance
+        (:class:`~bayes_risk.attacks.GuessSpec`; default: within anonymeter's 0.05 for a
+        numeric secret, equal for a categorical one).
     random_seed : int, Generator or None
         Seeds the records attacked, the order of equally distant rows and the baseline.
     groups : str, optional
@@ -139,8 +134,7 @@ def inference_risk(
     ------
     ValidationError, SchemaError
         As :func:`~bayes_risk.attacks.singling_out_risk`; a secret that is not a column, or
-        among ``aux_columns``; ``regression=True`` for a categorical secret; a negative
-        ``tolerance``.
+        among ``aux_columns``; ``regression=True`` for a categorical secret.
 
     Examples
     --------
@@ -150,9 +144,8 @@ def inference_risk(
     >>> res.headline()[["dataset", "secret", "risk", "ci_low", "ci_high"]]  # doctest: +SKIP
     """
     level = check_confidence_level(confidence_level)
-    given = check_params(dict(regression=regression, tolerance=tolerance),
-                         argument_checks(INFERENCE_ARGUMENTS))
-    regression, tol = given["regression"], given["tolerance"]
+    guess = as_spec(guess, GuessSpec, "guess")
+    regression, tol = guess.regression, guess.tolerance
     require_frame(original, "original")
     # the columns a default intruder knows: the schema's (a weights column is not a value)
     names = list(original.columns) if schema is None else list(schema.names)

@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from bayes_risk._attack_specs import GuessSpec, PredicateSpec
 from bayes_risk.attacks.inference import inference_risk
 from bayes_risk.attacks.linkability import linkability_risk
 from bayes_risk.attacks.singling_out import singling_out_risk
@@ -80,7 +81,9 @@ def attacks_run(original: pd.DataFrame, synthetic: Any, *, holdout: pd.DataFrame
                 schema: Any = None, random_seed: Any = None,
                 singling_out: Mapping[str, Any] | None = None,
                 linkability: Mapping[str, Any] | None = None,
-                inference: Mapping[str, Any] | None = None, **common: Any) -> AttacksRun:
+                inference: Mapping[str, Any] | None = None,
+                predicates: PredicateSpec | None = None, guess: GuessSpec | None = None,
+                **common: Any) -> AttacksRun:
     """Run anonymeter's attacks on a release, each with the same holdout, schema, seed and
     ``common`` arguments (``n_attacks``, ``confidence_level``, ``groups``).
 
@@ -96,6 +99,9 @@ def attacks_run(original: pd.DataFrame, synthetic: Any, *, holdout: pd.DataFrame
         ``aux_columns``. Its ``n_attacks`` is at most the records of the original and holdout.
     inference : mapping, optional
         Arguments of :func:`~bayes_risk.attacks.inference_risk`; run when it holds ``secret``.
+    predicates, guess : PredicateSpec, GuessSpec, optional
+        Singling out's predicates and when the inference's guess is right (as the two attacks
+        take them).
     **common
         Arguments of every attack.
 
@@ -109,9 +115,10 @@ def attacks_run(original: pd.DataFrame, synthetic: Any, *, holdout: pd.DataFrame
     so = lk = inf = None
     # inference first: the cheapest attack, so that a bad secret stops the run at once
     if "secret" in inference:
-        inf = inference_risk(original, synthetic, **inference, **shared)
+        inf = inference_risk(original, synthetic, **inference, guess=guess, **shared)
     if singling_out.get("mode", True):
-        so = singling_out_risk(original, synthetic, **singling_out, **shared)
+        so = singling_out_risk(original, synthetic, **singling_out, predicates=predicates,
+                               **shared)
     if "aux_columns" in linkability:
         sizes = [len(original)] + ([] if holdout is None else [len(holdout)])
         n = shared.pop("n_attacks", inspect.signature(linkability_risk).parameters[

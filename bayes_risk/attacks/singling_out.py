@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk._attack_specs import ATTACK_ARGUMENTS, SINGLING_OUT_ARGUMENTS
+from bayes_risk._attack_specs import ATTACK_ARGUMENTS, PredicateSpec
 from bayes_risk._constraints import Options, SequenceOf, check_params, check_value
 from bayes_risk._rng import RandomSeed, as_generator
-from bayes_risk._specs import argument_checks
+from bayes_risk._specs import argument_checks, as_spec
 from bayes_risk.attacks import predicates as pr
 from bayes_risk.attacks._inputs import attack_inputs, code_table, result_fields
 from bayes_risk.attacks.rates import (
@@ -179,11 +179,9 @@ def singling_out_risk(
     holdout: pd.DataFrame | None = None,
     mode: str | Sequence[str] = MODES,
     n_attacks: int = 500,
-    n_cols: int = 3,
-    columns: Sequence[str] | None = None,
+    predicates: PredicateSpec | None = None,
     schema: Schema | None = None,
     categorical: Iterable[str] | None = None,
-    max_attempts: int | None = 10_000_000,
     confidence_level: float = 0.95,
     random_seed: RandomSeed = None,
     groups: str | None = None,
@@ -204,23 +202,21 @@ def singling_out_risk(
         The attacks to run.
     n_attacks : int
         Predicates per dataset and mode (anonymeter's 500).
-    n_cols : int
-        Columns of a multivariate predicate.
-    columns : sequence of str, optional
-        The columns the predicates may use (default: every column of the original).
+    predicates : PredicateSpec, optional
+        The columns of a multivariate predicate, the columns the predicates may use and the
+        candidates tried at most (:class:`~bayes_risk.attacks.PredicateSpec`; default:
+        anonymeter's).
     schema : Schema, optional
     categorical : iterable of str, optional
         Integer-coded factors (compared with ``==`` / ``!=`` only).
-    max_attempts : int or None
-        Multivariate candidates tried at most per dataset (``None``: no limit).
     confidence_level : float
         Level of the Wilson intervals and of the risk's interval.
     random_seed : int, Generator or None
     groups : str, optional
-        A categorical column among ``columns``: the risk of each group of predicates too, a
-        predicate belonging to the group of the synthetic row it singles out (the row it was
-        written on), in ``by_group``; the queries then name the group of each predicate and
-        of the records it singles out.
+        A categorical column among the predicates' ``columns``: the risk of each group of
+        predicates too, a predicate belonging to the group of the synthetic row it singles out
+        (the row it was written on), in ``by_group``; the queries then name the group of each
+        predicate and of the records it singles out.
 
     Returns
     -------
@@ -232,7 +228,7 @@ def singling_out_risk(
     ------
     ValidationError
         Invalid options, an empty table, a missing column, a holdout of copies of the
-        original, or ``groups`` not a categorical column among ``columns``.
+        original, or ``groups`` not a categorical column among the predicates' columns.
     SchemaError
         Values that do not fit the column types.
 
@@ -242,13 +238,13 @@ def singling_out_risk(
     >>> res.table[["dataset", "mode", "risk", "ci_low", "ci_high"]]  # doctest: +SKIP
     """
     modes = _check_modes(mode)
-    given = check_params(dict(n_attacks=n_attacks, n_cols=n_cols, max_attempts=max_attempts,
-                              confidence_level=confidence_level),
-                         argument_checks({**SINGLING_OUT_ARGUMENTS, **ATTACK_ARGUMENTS}))
-    n_attacks, n_cols, max_attempts, level = (
-        given[k] for k in ("n_attacks", "n_cols", "max_attempts", "confidence_level"))
+    given = check_params(dict(n_attacks=n_attacks, confidence_level=confidence_level),
+                         argument_checks(ATTACK_ARGUMENTS))
+    n_attacks, level = given["n_attacks"], given["confidence_level"]
+    predicates = as_spec(predicates, PredicateSpec, "predicates")
+    n_cols, max_attempts = predicates.n_cols, predicates.max_attempts
     rng = as_generator(random_seed)
-    inp = attack_inputs(original, synthetic, holdout, columns=columns, schema=schema,
+    inp = attack_inputs(original, synthetic, holdout, columns=predicates.columns, schema=schema,
                         categorical=categorical)
     sch = inp.schema
     p = len(sch)

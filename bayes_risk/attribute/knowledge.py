@@ -12,7 +12,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from bayes_risk._lattice import Warned, planned, sweep
+from bayes_risk._lattice import LatticeSpec, Warned, planned, sweep
 from bayes_risk._specs import as_spec
 from bayes_risk.attribute.api import attribute_risk
 from bayes_risk.attribute.prepare import prepare
@@ -36,14 +36,14 @@ _OPTIONS: dict[str, Any] = {
 @interruptible
 def attribute_known_sweep(
     original: pd.DataFrame, synthetic: Any, *, model: Any, known: Sequence[str],
-    max_size: int | None = None, greedy_beyond: bool = True,
-    measure: Literal["mean_p_true", "prop_top"] = "mean_p_true", bands: int = 10,
-    max_subsets: int = 4096, random_seed: Any = None, progressbar: bool = True,
+    lattice: LatticeSpec | None = None,
+    measure: Literal["mean_p_true", "prop_top"] = "mean_p_true",
+    random_seed: Any = None, progressbar: bool = True,
     executor: Any = None, **kwargs: Any,
 ) -> KnowledgeSweepResult:
     """Attribute risk over subsets of the synthesized values the intruder knows.
 
-    Every subset ``K`` of ``known`` with ``|K| <= max_size`` is run with
+    Every subset ``K`` of ``known`` with ``|K| <= lattice.max_size`` is run with
     ``scenario="partially_known"``, then a greedy path beyond (see :doc:`/user_guide/knowledge`).
 
     Parameters
@@ -52,8 +52,9 @@ def attribute_known_sweep(
         As in :func:`~bayes_risk.attribute.attribute_risk`.
     known : sequence of str
         The synthesized columns the intruder may know (1 to 20; not every synthesized column).
-    max_size, greedy_beyond, bands, max_subsets
-        As in :func:`~bayes_risk.identification.known_sweep` (the same lattice of subsets).
+    lattice : LatticeSpec, optional
+        As in :func:`~bayes_risk.identification.known_sweep` (the same lattice of subsets,
+        :class:`~bayes_risk.identification.LatticeSpec`).
     measure : {"mean_p_true", "prop_top"}
         What the greedy path and the frontier rank subsets by.
     random_seed : int, Generator or None
@@ -73,16 +74,16 @@ def attribute_known_sweep(
     Raises
     ------
     ValidationError
-        A bad ``known``, ``max_size`` out of range, too many subsets, ``scenario`` or an unknown
-        argument in ``kwargs``.
+        A bad ``known``, ``lattice.max_size`` out of range, too many subsets, ``scenario`` or an
+        unknown argument in ``kwargs``.
 
     References
     ----------
     Hu (2019) §5; Hu, Reiter & Wang (2014); Shapley (1953).
     """
     require_frame(original, "original")
-    cands, max_size, subsets = planned(known, kind="attribute", measure=measure, bands=bands,
-                                       max_size=max_size, max_subsets=max_subsets,
+    lattice = as_spec(lattice, LatticeSpec, "lattice")
+    cands, max_size, subsets = planned(known, kind="attribute", measure=measure, lattice=lattice,
                                        argument="known")
     if "scenario" in kwargs or "known" in kwargs:
         raise ValidationError(
@@ -116,8 +117,8 @@ def attribute_known_sweep(
     seed = one_seed(random_seed)
     ev = _Evaluator(original, synthetic, model, cands, records, options, seed, executor,
                     progressbar)
-    return sweep(ev, cands, subsets, max_size=max_size, greedy_beyond=greedy_beyond,
-                 measure=measure, bands=bands, synthesized=cands, progressbar=progressbar,
+    return sweep(ev, cands, subsets, max_size=max_size, lattice=lattice,
+                 measure=measure, synthesized=cands, progressbar=progressbar,
                  extra={"synthesized": list(syn), "random_seed": seed,
                         "refits_shared": ev.refits_shared})
 

@@ -168,10 +168,12 @@ def attribute_run(
     run.result = attribute_risk(original, synthetic, model=model, scenario=scenario,
                                 executor=executor, **options)
     if known_sweep:
+        from bayes_risk._lattice import LatticeSpec
         from bayes_risk.attribute.knowledge import attribute_known_sweep
 
         run.known_sweep = attribute_known_sweep(original, synthetic, model=model,
-                                                known=known_sweep, max_size=max_size,
+                                                known=known_sweep,
+                                                lattice=LatticeSpec(max_size=max_size),
                                                 executor=executor, **options)
     if known_curve:
         from bayes_risk.attribute.known_curve import known_fraction_curve

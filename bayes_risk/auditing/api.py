@@ -8,7 +8,7 @@ import os
 import time
 import traceback
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,17 +44,14 @@ def audit(
     *,
     known: Sequence[str],
     model: Any = None,
-    model_function: Any = None,
     synthesized: Sequence[str] | None = None,
     schema: Any = None,
     holdout: pd.DataFrame | None = None,
     settings: AuditSettings | None = None,
-    thresholds: Thresholds | Mapping[str, float] | Sequence[str] | None = None,
     out: str | os.PathLike[str] | None = None,
     random_seed: int | None = None,
     progressbar: bool = True,
     before: Any = None,
-    executor: Any = None,
 ) -> AuditResult:
     """Audit a synthetic release: utility, identification, attribute and empirical risk.
 
@@ -69,9 +66,6 @@ def audit(
     model : fitted model or path, optional
         The fitted synthesis model (or its ``bayes-risk fit`` folder). Without it, a CART or
         random-forest release uses its rebuilt synthesizer's plug-in likelihood.
-    model_function : str or callable, optional
-        The model function of a PyMC model folder given as ``model``, as its ``model.json``
-        names it (:func:`~bayes_risk.models.load_model`; :doc:`/user_guide/security`).
     synthesized : sequence of str, optional
         Synthesized columns. Default: the release manifest's, else the columns that differ.
     schema : Schema, optional
@@ -80,9 +74,8 @@ def audit(
         Records of the population not in the original; the membership and attacks steps run
         only with it.
     settings : AuditSettings, optional
-        How the steps measure the release (:class:`~bayes_risk.AuditSettings`).
-    thresholds : Thresholds, mapping or list of "NAME=VALUE", optional
-        Thresholds of the verdict lines (:class:`~bayes_risk.auditing.Thresholds`).
+        How the steps measure the release, the model function of a PyMC model folder, the
+        verdict lines' thresholds and where the engines run (:class:`~bayes_risk.AuditSettings`).
     out : path, optional
         New or empty folder for every step's files, written atomically; ``None``: no files.
     random_seed : int, optional
@@ -95,12 +88,6 @@ def audit(
         is a remedy of another (``bayes_risk.sdc``) says why each risk line that rose rose,
         computed by running the line's step again on the release before the remedy and with
         one remedied column undone at a time (``bayes_risk.auditing.rises``).
-    executor : None, distributed.Client or Executor, optional
-        Where the engines of the identification, posterior-identification and attribute steps
-        run their partitions (:func:`bayes_risk.executors.as_executor`; a ``Client``: on its
-        Dask cluster, each engine's own partition size); every other step runs in process.
-        The figures are the same whatever the executor; the report and ``summary.json`` say
-        where each step ran (:doc:`/user_guide/dask`).
 
     Returns
     -------
@@ -110,7 +97,7 @@ def audit(
     Raises
     ------
     ValidationError, SchemaError
-        For a bad argument (``executor`` first, before any input is read), before any
+        For a bad argument (``settings.executor`` first, before any input is read), before any
         measure is computed, or when a step fails on the input
         (the message names the step). A step failing for another reason is marked
         ``"failed"`` and the audit incomplete.
@@ -119,15 +106,15 @@ def audit(
     from bayes_risk.auditing.memory_plan import audit_budget
     from bayes_risk.executors import as_executor
 
-    ex = as_executor(executor)
-    budget = audit_budget()  # read first: what the process holds before the audit's inputs
     s = as_spec(settings, AuditSettings, "settings")
+    ex = as_executor(s.executor)
+    budget = audit_budget()  # read first: what the process holds before the audit's inputs
     data, syn, sch, w = audit_inputs(original, synthetic, schema, s.categorical, s.weights)
     seed_src = "given" if random_seed is not None else "drawn"
     if random_seed is None:
         random_seed = int(np.random.SeedSequence().generate_state(1, dtype=np.uint32)[0])
     plan = make_plan(data, syn, sch, s, known=known, model=model, synthesized=synthesized,
-                      thresholds=Thresholds.parse(thresholds), random_seed=random_seed,
+                      thresholds=Thresholds.parse(s.thresholds), random_seed=random_seed,
                       seed_src=seed_src)
     root = Path(out) if out is not None else None
     if root is not None and root.exists() and (not root.is_dir() or any(root.iterdir())):
@@ -138,7 +125,7 @@ def audit(
     earlier = _earlier(before, len(data))
     ctx = StepContext(original=data, synthetic=syn, schema=sch.with_roles(plan.synthesized),
                          plan=plan, model=model, root=None, progressbar=progressbar,
-                         holdout=holdout, weights=w, executor=ex, model_function=model_function)
+                         holdout=holdout, weights=w, executor=ex, model_function=s.model_function)
     steps = measures()  # the registered measures, in order: one step each
     _record_executor(ctx, steps)
     with budget.applied():

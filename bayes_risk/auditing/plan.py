@@ -47,6 +47,7 @@ _RESOLVED: dict[str, str] = {
     "attribute_records": "the records' positions, checked against the original",
     "membership_selection": "the selection rule, parsed (membership.selection.as_selection)",
     "linkability_columns": "the two tables, the default filled in (None: every column known)",
+    "thresholds": "every registered measure's threshold, the given ones checked (Thresholds)",
 }
 
 

@@ -406,16 +406,15 @@ def _plan_linkability(columns: Any, known: list[str], sch: Any
 
 def _check_known_sweep(known: list[str]) -> None:
     """Refuse more known columns than the knowledge sweeps evaluate."""
-    import inspect
 
-    from bayes_risk.identification.knowledge import known_sweep as sweep_fn
+    from bayes_risk._lattice import LatticeSpec
 
-    limit = inspect.signature(sweep_fn).parameters["max_subsets"].default
+    limit = LatticeSpec().max_subsets
     if 2 ** len(known) <= limit:
         return
     most = limit.bit_length() - 1
     partial = ("bayes-risk identification --known-sweep COL ... --max-size K" if on_command_line()
-               else "identification.known_sweep(..., max_size=K)")
+               else "identification.known_sweep(..., lattice=LatticeSpec(max_size=K))")
     raise ValidationError(
         f"{arg_name('known_sweep', True, cli='')}: a sweep over the {len(known)} known columns "
         f"evaluates all {2 ** len(known)} subsets of them, more than the {limit} a sweep "

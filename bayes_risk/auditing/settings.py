@@ -88,7 +88,8 @@ def settings_row(step: str, name: str, note: str = "") -> dict[str, tuple[str, s
 
 @dataclass(frozen=True, eq=False)
 class AuditSettings:
-    """How the audit's steps measure the release (every field has the audit's default).
+    """How the audit's steps measure the release, where they run, which thresholds judge them
+    (every field has the audit's default).
 
     Parameters
     ----------
@@ -152,6 +153,18 @@ class AuditSettings:
     allow_other_model : bool
         Go on, with warning ``MODEL_DIFFERS``, when ``model`` did not make the release
         (:doc:`/user_guide/provenance`).
+    model_function : str or callable, optional
+        The model function of a PyMC model folder given as ``model``, as its ``model.json``
+        names it (:func:`~bayes_risk.models.load_model`; :doc:`/user_guide/security`).
+    thresholds : Thresholds, mapping or list of "NAME=VALUE", optional
+        Thresholds of the verdict lines (:class:`~bayes_risk.auditing.Thresholds`; default:
+        each measure's own).
+    executor : None, distributed.Client or Executor, optional
+        Where the engines of the identification, posterior-identification and attribute steps
+        run their partitions (:func:`bayes_risk.executors.as_executor`; a ``Client``: on its
+        Dask cluster, each engine's own partition size); every other step runs in process.
+        The figures are the same whatever the executor; the report and ``summary.json`` say
+        where each step ran (:doc:`/user_guide/dask`).
 
     Raises
     ------
@@ -264,6 +277,10 @@ class AuditSettings:
         "predicates that single out a record of the original or the holdout)",
         action="store_true"))
     allow_other_model: bool = False
+    model_function: str | Callable[..., Any] | None = None
+    # checked by the audit (Thresholds.parse reads the registered measures)
+    thresholds: Any = None
+    executor: Any = None
 
     def __post_init__(self) -> None:
         check_fields(self, prefix="")

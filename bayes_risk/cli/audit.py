@@ -51,15 +51,15 @@ def run(args: argparse.Namespace) -> int:
     # --radius COL=R read here (the terminal's spelling); the spec checks the values
     given = {**vars(args), "radius": parse_radius(args.radius, vector=False)}
     settings = AuditSettings(**spec_values(AuditSettings, given),
-                             allow_other_model=args.allow_other_model)
+                             allow_other_model=args.allow_other_model,
+                             model_function=args.model_function, thresholds=thresholds)
     before = _before(args)
     original, syn = read_inputs(args)
     schema = release_schema(original, syn, args)
     settings = settings.replace(attribute_records=parse_records(args.records, len(original)))
     kw = dict(
-        known=args.known, model=args.model, model_function=args.model_function,
-        synthesized=args.synthesized, schema=schema,
-        settings=settings, thresholds=thresholds, random_seed=args.random_seed,
+        known=args.known, model=args.model, synthesized=args.synthesized, schema=schema,
+        random_seed=args.random_seed,
         progressbar=not args.quiet,
         holdout=read_holdout(args), before=before,
     )
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     # the zip of the whole folder, made once summary.json is complete: the one file to send
     with dask_executor(args) as executor, output_dir(
             args, finalize=lambda folder: done[0].to_zip(folder / BUNDLE)) as tmp:
-        res = audit(original, syn, out=tmp, executor=executor, **kw)
+        res = audit(original, syn, out=tmp, settings=settings.replace(executor=executor), **kw)
         done.append(res)
         res.to_html(tmp / "report.html", bundle=BUNDLE)
         res.to_markdown(tmp / "report.md", bundle=BUNDLE)

@@ -55,14 +55,14 @@ def run(args: argparse.Namespace) -> int:
     space = space_from_args(args)
     search = SearchSpec(**spec_values(SearchSpec, vars(args)))
     estimator = spec_values(EstimatorSpec, vars(args))  # --plugin-replicates
-    settings = (AuditSettings(attribute_estimator=EstimatorSpec(**estimator)) if estimator
-                else None)
+    settings = AuditSettings(thresholds=thresholds, **(
+        {"attribute_estimator": EstimatorSpec(**estimator)} if estimator else {}))
     out = Path(args.out)
     if args.overwrite and not args.resume and out.exists() and any(out.iterdir()):
         shutil.rmtree(out)  # --overwrite: the old design goes when the new one starts
     try:
         res = design(args.original, known=args.known, start=args.start, space=space,
-                     thresholds=thresholds, categorical=args.categorical,
+                     categorical=args.categorical,
                      search=search, settings=settings, out=out, resume=args.resume,
                      random_seed=args.random_seed, progressbar=not args.quiet)
     except KeyboardInterrupt:

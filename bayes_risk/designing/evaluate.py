@@ -135,8 +135,9 @@ class Evaluator:
             return _NOTHING  # every step of this screen is skipped as the user asks
         s = self.settings.replace(skip=skip or None,
                                   attribute_records=records if records is not None
-                                  else self.settings.attribute_records)
-        kw = dict(known=self.known, model=model, thresholds=self.thresholds, progressbar=False,
+                                  else self.settings.attribute_records,
+                                  thresholds=self.thresholds)
+        kw = dict(known=self.known, model=model, progressbar=False,
                   random_seed=int(np.random.SeedSequence(seed).generate_state(1)[0]), out=out,
                   before=before)
         with warnings.catch_warnings():

@@ -86,7 +86,6 @@ def design(
     known: Sequence[str],
     start: Any = None,
     space: DesignSpace | Mapping[str, Any] | None = None,
-    thresholds: Any = None,
     settings: Any = None,
     categorical: Sequence[str] | None = None,
     search: SearchSpec | None = None,
@@ -119,10 +118,8 @@ def design(
         its steps' times give the cost stated before the work.
     space : DesignSpace or mapping, optional
         The space searched (a mapping: :meth:`DesignSpace.from_dict`).
-    thresholds : Thresholds, mapping or list of "NAME=VALUE", optional
-        The verdict's thresholds (the audit's defaults).
     settings : AuditSettings, optional
-        How each candidate is audited (the audit's defaults).
+        How each candidate is audited, with the verdict's thresholds (the audit's defaults).
     categorical : sequence of str, optional
         Integer-coded factors of ``original``.
     search : SearchSpec, optional
@@ -159,8 +156,8 @@ def design(
 
     sr = as_spec(search, SearchSpec, "search")
     objective = sr.objective
-    th = Thresholds.parse(thresholds)
     s = as_spec(settings, AuditSettings, "settings")
+    th = Thresholds.parse(s.thresholds)
     space = _as_space(space)
     data, known, facts = _original_and_start(original, known, start)
     schema = infer_schema(data, categorical=list(categorical or []))
@@ -174,7 +171,7 @@ def design(
     enumerate_all = len(cands) <= sr.max_candidates
     spec = {"known": known, "space": space.to_dict(), "thresholds": th.to_dict(),
             "objective": objective, "random_seed": seed, "n_records": len(data),
-            "settings": repr(s), "screen_records": sr.screen_records}
+            "settings": repr(s.replace(thresholds=None)), "screen_records": sr.screen_records}
     root = Path(out) if out is not None else None
     storage = journal_storage(root, resume)
     plan = plan_lines(facts, cands, dropped, enumerate_all, sr, len(data))

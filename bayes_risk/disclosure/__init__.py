@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from bayes_risk.disclosure.original_risk import OriginalRisk, original_risk
     from bayes_risk.disclosure.sdc import sdc
     from bayes_risk.disclosure.sdcmicro import sdcmicro
-    from bayes_risk.disclosure.specs import ExclusionSpec
+    from bayes_risk.disclosure.specs import ExclusionSpec, SdcMicroSpec
 
 _MEASURES = "bayes_risk.disclosure.measures"
 # imported on first use (PEP 562): the command line declares the disclosure options from
@@ -43,12 +43,13 @@ _NAMES: dict[str, str] = {
     "OriginalRisk": "bayes_risk.disclosure.original_risk",
     "sdc": "bayes_risk.disclosure.sdc",
     "sdcmicro": "bayes_risk.disclosure.sdcmicro",
+    "SdcMicroSpec": "bayes_risk.disclosure.specs",
 }
 
 __all__ = ["differencing_check", "disclosure_measures", "ExclusionSpec", "replicated_uniques",
            "key_anonymity", "original_risk", "OriginalRisk", "DisclosureMeasures",
            "DisclosureByTarget", "ReplicatedUniques", "IDENT_MEASURES", "ATTRIB_MEASURES",
-           "CAP_MEASURES", "REPU_MEASURES", "sdc", "sdcmicro"]
+           "CAP_MEASURES", "REPU_MEASURES", "sdc", "sdcmicro", "SdcMicroSpec"]
 
 
 __getattr__, __dir__ = attach(__name__, _NAMES, __all__)

@@ -10,6 +10,7 @@ from typing import Any
 
 from bayes_risk.disclosure.sdc import sdc
 from bayes_risk.disclosure.sdcmicro import sdcmicro
+from bayes_risk.disclosure.specs import SdcMicroSpec
 
 __all__ = ["RemedyRun", "remedy_run"]
 
@@ -47,11 +48,12 @@ class RemedyRun:
 
 def remedy_run(original: Any, synthetic: Any, *, synthpop: Mapping[str, Any] | None = None,
                sdcmicro_options: Mapping[str, Any] | None = None,
+               sdcmicro_settings: SdcMicroSpec | None = None,
                random_seed: Any = None) -> RemedyRun:
     """Post-process ``synthetic`` by :func:`~bayes_risk.disclosure.sdc` (``synthpop``'s
     arguments, when any is not ``None``), then :func:`~bayes_risk.disclosure.sdcmicro`
-    (``sdcmicro_options``, when given); every step of the run records the release read as its
-    source (one remedy).
+    (``sdcmicro_options`` and ``sdcmicro_settings``, when either is given or not the
+    defaults); every step of the run records the release read as its source (one remedy).
 
     Returns
     -------
@@ -62,8 +64,9 @@ def remedy_run(original: Any, synthetic: Any, *, synthpop: Mapping[str, Any] | N
     out = synthetic
     if synthpop:
         out = sdc(original, out, **synthpop)
-    if sdcmicro_options:
-        out = sdcmicro(original, out, **sdcmicro_options, random_seed=random_seed)
+    if sdcmicro_options or sdcmicro_settings not in (None, SdcMicroSpec()):
+        out = sdcmicro(original, out, **(sdcmicro_options or {}), settings=sdcmicro_settings,
+                       random_seed=random_seed)
     steps = out.extra["post_processing"][done:]
     for step in steps[1:]:
         step["source"] = steps[0]["source"]

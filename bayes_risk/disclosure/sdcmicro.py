@@ -11,20 +11,19 @@ made.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import check_params
 from bayes_risk._rng import RandomSeed, spawn
-from bayes_risk._specs import argument_checks
+from bayes_risk._specs import as_spec
 from bayes_risk.data.missing import missing_kinds
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.schema import _level_to_json
 from bayes_risk.data.validate import require_frame
 from bayes_risk.disclosure.sdc import released_columns, remedied
-from bayes_risk.disclosure.specs import SDCMICRO_ARGUMENTS
+from bayes_risk.disclosure.specs import SdcMicroSpec
 from bayes_risk.exceptions import ValidationError, arg_name
 
 __all__ = ["sdcmicro"]
@@ -35,17 +34,11 @@ def sdcmicro(
     synthetic: Any,
     *,
     pram: Sequence[str] | None = None,
-    pram_pd: float = 0.8,
-    pram_alpha: float = 0.5,
     local_suppression: Sequence[str] | None = None,
-    k: int = 2,
-    importance: Sequence[int] | None = None,
     microaggregation: Sequence[str] | None = None,
-    aggr: int = 3,
     add_noise: Sequence[str] | None = None,
-    noise: float = 150.0,
-    noise_method: Literal["additive", "correlated"] = "additive",
     strata: Sequence[str] | None = None,
+    settings: SdcMicroSpec | None = None,
     random_seed: RandomSeed = None,
 ) -> Any:
     """Perturb a release as sdcMicro's remedies do, dataset by dataset.
@@ -62,40 +55,27 @@ def sdcmicro(
     pram : sequence of str, optional
         Categorical synthesized columns post-randomized by sdcMicro's invariant PRAM
         (``pram()``): each dataset's transition matrix is made from its own frequencies of the
-        column's levels (those of the release's schema) and diagonal entries drawn uniformly in
-        ``[pram_pd, 1]``, mixed with the identity by ``pram_alpha``; every value is then drawn
-        from its level's row. Missing values stay missing.
-    pram_pd, pram_alpha : float
-        sdcMicro's ``pd`` (least diagonal entry of the matrix before the invariant step,
-        default 0.8) and ``alpha`` (amount of perturbation, default 0.5), both in [0, 1].
+        column's levels (those of the release's schema) and ``settings``' ``pram_pd`` and
+        ``pram_alpha``; every value is then drawn from its level's row. Missing values stay
+        missing.
     local_suppression : sequence of str, optional
-        Key columns (categorical or count, synthesized) made k-anonymous by suppressing
-        values (set missing), as sdcMicro's ``localSuppression()``; a missing key value matches
-        every value (sdcMicro's ``alpha = 1``).
-    k : int
-        The k of ``local_suppression`` (default 2, sdcMicro's).
-    importance : sequence of int, optional
-        One number per key, 1 to the number of keys: keys of smaller numbers are suppressed
-        last (default: fewer levels, more important, as sdcMicro).
+        Key columns (categorical or count, synthesized) made k-anonymous (``settings.k``) by
+        suppressing values (set missing), as sdcMicro's ``localSuppression()``; a missing key
+        value matches every value (sdcMicro's ``alpha = 1``).
     microaggregation : sequence of str, optional
         Continuous synthesized columns microaggregated jointly by MDAV (sdcMicro's
-        ``microaggregation(method = "mdav")``): groups of ``aggr`` records (the last of up to
-        ``2 aggr - 1``), each value replaced by its group's mean. One column is aggregated in
-        groups of consecutive sorted values, as sdcMicro then does whatever the method.
-    aggr : int
-        Least group size of ``microaggregation`` (default 3, sdcMicro's).
+        ``microaggregation(method = "mdav")``): groups of ``settings.aggr`` records, each value
+        replaced by its group's mean. One column is aggregated in groups of consecutive sorted
+        values, as sdcMicro then does whatever the method.
     add_noise : sequence of str, optional
-        Continuous synthesized columns given random noise (sdcMicro's ``addNoise()``).
-    noise : float
-        ``"additive"``: the noise's standard deviation in percent of the column's;
-        ``"correlated"``: the noise's covariance in percent of the columns' (default 150,
-        sdcMicro's).
-    noise_method : {"additive", "correlated"}
-        Independent normal noise per column, or multivariate normal noise with the columns'
-        covariance (Kim 1986; two columns or more).
+        Continuous synthesized columns given random noise (sdcMicro's ``addNoise()``;
+        ``settings.noise`` and ``settings.noise_method``).
     strata : sequence of str, optional
         Columns whose combinations are treated apart by ``pram``, ``local_suppression``
         and ``microaggregation`` (sdcMicro's strata variables).
+    settings : SdcMicroSpec, optional
+        The remedies' settings (:class:`~bayes_risk.disclosure.SdcMicroSpec`; default:
+        sdcMicro's).
     random_seed : int, sequence of int, SeedSequence or Generator, optional
         Seed of PRAM's and the noise's draws (same seed, same release). It is not recorded:
         with it and the noise's standard deviation anyone could draw the noise again and take
@@ -129,9 +109,8 @@ def sdcmicro(
     >>> out.extra["post_processing"][0]["n_groups"]
     [2]
     """
-    vals = check_params(dict(pram_pd=pram_pd, pram_alpha=pram_alpha, k=k, aggr=aggr,
-                             noise=noise, noise_method=noise_method),
-                        argument_checks(SDCMICRO_ARGUMENTS))
+    settings = as_spec(settings, SdcMicroSpec, "settings")
+    importance = settings.importance
     if not (pram or local_suppression or microaggregation or add_noise):
         raise ValidationError(f"nothing to do: give {arg_name('pram')}, "
                               f"{arg_name('local_suppression')}, {arg_name('microaggregation')} "
@@ -149,7 +128,7 @@ def sdcmicro(
                                    microaggregation=microaggregation, add_noise=add_noise),
                               z0, schema)
     strata = _check_strata(strata, cols, z0)
-    if vals["noise_method"] == "correlated" and cols["add_noise"] and len(cols["add_noise"]) < 2:
+    if settings.noise_method == "correlated" and cols["add_noise"] and len(cols["add_noise"]) < 2:
         raise ValidationError(f"{arg_name('noise_method', 'correlated')} draws noise with the "
                               "columns' covariance: it needs two columns or more in "
                               f"{arg_name('add_noise')}. Got {cols['add_noise']}.",
@@ -162,16 +141,16 @@ def sdcmicro(
     steps: list[dict[str, Any]] = []
     groups = [_groups(z, strata) for z in datasets]
     if cols["pram"]:
-        steps.append(_pram_step(datasets, groups, cols["pram"], schema, vals, strata, rngs))
+        steps.append(_pram_step(datasets, groups, cols["pram"], schema, settings, strata, rngs))
     if cols["microaggregation"]:
-        steps.append(_micro_step(datasets, groups, cols["microaggregation"], codes, vals["aggr"],
+        steps.append(_micro_step(datasets, groups, cols["microaggregation"], codes, settings.aggr,
                                  strata))
     if cols["add_noise"]:
-        steps.append(_noise_step(datasets, cols["add_noise"], codes, vals, rngs))
+        steps.append(_noise_step(datasets, cols["add_noise"], codes, settings, rngs))
     if keys:
         if weights is None:
             weights = _default_importance(datasets[0], keys, schema)
-        steps.append(_suppression_step(datasets, groups, keys, vals["k"], weights, schema,
+        steps.append(_suppression_step(datasets, groups, keys, settings.k, weights, schema,
                                        strata))
     return remedied(source, datasets, steps)
 
@@ -322,7 +301,7 @@ def _codes(col: pd.Series, name: str, schema: Any) -> tuple[np.ndarray, list[Any
 
 
 def _pram_step(datasets: list[pd.DataFrame], groups: list[Any], cols: list[str], schema: Any,
-               vals: Mapping[str, Any], strata: list[str], rngs: list[Any]) -> dict[str, Any]:
+               settings: SdcMicroSpec, strata: list[str], rngs: list[Any]) -> dict[str, Any]:
     changed: dict[str, list[int]] = {c: [] for c in cols}
     matrices: dict[str, list[list[dict[str, Any]]]] = {c: [] for c in cols}
     for z, parts, rng in zip(datasets, groups, rngs, strict=True):
@@ -334,8 +313,8 @@ def _pram_step(datasets: list[pd.DataFrame], groups: list[Any], cols: list[str],
                 x = code[rows]
                 held = x[x >= 0]
                 counts = np.bincount(held, minlength=len(levels))
-                pds = rng.uniform(vals["pram_pd"], 1.0, size=len(levels))
-                R = invariant_matrix(counts, pds, vals["pram_alpha"])
+                pds = rng.uniform(settings.pram_pd, 1.0, size=len(levels))
+                R = invariant_matrix(counts, pds, settings.pram_alpha)
                 out = x.copy()
                 for i in np.flatnonzero(counts):
                     at = np.flatnonzero(x == i)
@@ -347,8 +326,8 @@ def _pram_step(datasets: list[pd.DataFrame], groups: list[Any], cols: list[str],
             z[c] = _recoded(z[c], code, new)
     levels_of = {c: [_level_to_json(v) for v in _codes(datasets[0][c], c, schema)[1]]
                  for c in cols}
-    return {"operation": "pram", "columns": cols, "pd": vals["pram_pd"],
-            "alpha": vals["pram_alpha"], "strata": strata or None, "levels": levels_of,
+    return {"operation": "pram", "columns": cols, "pd": settings.pram_pd,
+            "alpha": settings.pram_alpha, "strata": strata or None, "levels": levels_of,
             "transition_matrices": matrices, "n_changed": changed}
 
 
@@ -516,9 +495,9 @@ def _micro_step(datasets: list[pd.DataFrame], groups: list[Any], cols: list[str]
 
 # ---------------------------------------------------------------------------- noise
 def _noise_step(datasets: list[pd.DataFrame], cols: list[str],
-                codes: Mapping[str, list[float]], vals: Mapping[str, Any],
+                codes: Mapping[str, list[float]], settings: SdcMicroSpec,
                 rngs: list[Any]) -> dict[str, Any]:
-    share, method = vals["noise"] / 100.0, vals["noise_method"]
+    share, method = settings.noise / 100.0, settings.noise_method
     sds: dict[str, list[float]] = {c: [] for c in cols}
     for l, (z, rng) in enumerate(zip(datasets, rngs, strict=True), start=1):
         x = np.column_stack([z[c].to_numpy(dtype=np.float64, na_value=np.nan) for c in cols])
@@ -549,7 +528,7 @@ def _noise_step(datasets: list[pd.DataFrame], cols: list[str],
         for j, c in enumerate(cols):
             z[c] = pd.Series(x[:, j], index=z.index, name=c)
     return {"operation": "add_noise", "columns": cols, "method": method,
-            "noise": vals["noise"], "noise_sd": sds}
+            "noise": settings.noise, "noise_sd": sds}
 
 
 # ---------------------------------------------------------------------------- suppression

@@ -1,7 +1,8 @@
 """What the disclosure measures leave out: :class:`ExclusionSpec` (synthpop's ``disclosure()``
 options); the arguments of :func:`~bayes_risk.disclosure.original_risk`,
 :func:`~bayes_risk.disclosure.disclosure_measures`, :func:`~bayes_risk.disclosure.sdc.sdc` and
-:func:`~bayes_risk.disclosure.sdcmicro.sdcmicro`, with their checks and options (``*_ARGUMENTS``).
+:func:`~bayes_risk.disclosure.sdcmicro.sdcmicro` (its remedies' settings: :class:`SdcMicroSpec`),
+with their checks and options (``*_ARGUMENTS``).
 
 Imports only the standard library at module level: ``bayes-risk disclosure`` declares its
 options from the fields (``bayes-risk --help`` imports no numpy).
@@ -11,14 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from bayes_risk._constraints import Flag, Interval, Options, check_fields, check_value, checked
 from bayes_risk._specs import cli_option, parse_key_value
 from bayes_risk.exceptions import ValidationError
 
-__all__ = ["ExclusionSpec", "CONVENTIONS", "ORIGINAL_RISK_ARGUMENTS", "DISCLOSURE_ARGUMENTS",
-           "SDC_ARGUMENTS", "SDCMICRO_ARGUMENTS"]
+__all__ = ["ExclusionSpec", "SdcMicroSpec", "CONVENTIONS", "ORIGINAL_RISK_ARGUMENTS",
+           "DISCLOSURE_ARGUMENTS", "SDC_ARGUMENTS", "SDCMICRO_ARGUMENTS"]
 
 #: the argument group of ``bayes-risk disclosure --help`` that lists synthpop's conventions
 CONVENTIONS = "conventions (synthpop's disclosure() arguments)"
@@ -235,51 +236,93 @@ SDC_ARGUMENTS: dict[str, dict[str, Any]] = {
 #: the argument group of ``bayes-risk remedy --help`` that lists sdcMicro's remedies
 SDCMICRO_REMEDIES = "sdcMicro's remedies (Templ, Kowarik & Meindl 2015)"
 
-#: the arguments of :func:`~bayes_risk.disclosure.sdcmicro.sdcmicro` with their options of
-#: ``bayes-risk remedy`` and checks
+@dataclass(frozen=True)
+class SdcMicroSpec:
+    """The settings of sdcMicro's remedies (:func:`~bayes_risk.disclosure.sdcmicro.sdcmicro`'s
+    ``settings=``), each at sdcMicro's default; a setting applies to its remedy only.
+
+    Parameters
+    ----------
+    pram_pd, pram_alpha : float
+        PRAM's ``pd`` (least diagonal entry of the transition matrix before the invariant
+        step, default 0.8) and ``alpha`` (amount of perturbation, default 0.5), both in [0, 1]:
+        each diagonal entry is drawn uniformly in ``[pram_pd, 1]``, the matrix then mixed with
+        the identity by ``pram_alpha``.
+    k : int
+        The k of local suppression (default 2).
+    importance : sequence of int, optional
+        One number per key of local suppression, 1 to the number of keys: keys of smaller
+        numbers are suppressed last (default: fewer levels, more important, as sdcMicro).
+    aggr : int
+        Least group size of MDAV microaggregation (default 3): groups of ``aggr`` records, the
+        last of up to ``2 aggr - 1``.
+    noise : float
+        ``"additive"``: the noise's standard deviation in percent of the column's;
+        ``"correlated"``: the noise's covariance in percent of the columns' (default 150).
+    noise_method : {"additive", "correlated"}
+        Independent normal noise per column, or multivariate normal noise with the columns'
+        covariance (Kim 1986; two columns or more).
+
+    Raises
+    ------
+    ValidationError
+        A field out of its range, named in the message.
+
+    Examples
+    --------
+    >>> SdcMicroSpec(k=3).aggr
+    3
+    """
+
+    pram_pd: float = field(default=0.8, metadata=cli_option(
+        "--pram-pd", "least diagonal entry of PRAM's matrix before its invariant step "
+        "(sdcMicro's pd, default 0.8)", type=float, metavar="P", group=SDCMICRO_REMEDIES)
+        | checked(Interval(float, 0, 1)))
+    pram_alpha: float = field(default=0.5, metadata=cli_option(
+        "--pram-alpha", "amount of PRAM's perturbation, 0 none to 1 all (sdcMicro's alpha, "
+        "default 0.5)", type=float, metavar="A", group=SDCMICRO_REMEDIES)
+        | checked(Interval(float, 0, 1)))
+    k: int = field(default=2, metadata=cli_option(
+        "--k", "k of --local-suppression (default 2, sdcMicro's)", type=int, metavar="K",
+        group=SDCMICRO_REMEDIES) | checked(Interval(int, 2)))
+    importance: Sequence[int] | None = field(default=None, metadata=cli_option(
+        "--importance", "one number per key of --local-suppression, 1 (suppressed last) to the "
+        "number of keys (default: keys with fewer levels are suppressed last)", nargs="+",
+        type=int, metavar="N", group=SDCMICRO_REMEDIES))
+    aggr: int = field(default=3, metadata=cli_option(
+        "--aggr", "least group size of --microaggregation (default 3, sdcMicro's)", type=int,
+        metavar="K", group=SDCMICRO_REMEDIES) | checked(Interval(int, 2)))
+    noise: float = field(default=150.0, metadata=cli_option(
+        "--noise", "the noise's standard deviation (additive) or covariance (correlated) in "
+        "percent of the column's (default 150, sdcMicro's)", type=float, metavar="PCT",
+        group=SDCMICRO_REMEDIES) | checked(Interval(float, 0, closed="neither")))
+    noise_method: Literal["additive", "correlated"] = field(default="additive", metadata=cli_option(
+        "--noise-method", "additive: independent noise per column (default); correlated: "
+        "noise with the columns' covariance (two columns or more)",
+        choices=("additive", "correlated"), group=SDCMICRO_REMEDIES)
+        | checked(Options(("additive", "correlated"), listed=True)))
+
+    __post_init__ = check_fields  # the fields' table is the whole check
+
+
+#: the columns of :func:`~bayes_risk.disclosure.sdcmicro.sdcmicro`'s remedies with their options
+#: of ``bayes-risk remedy`` (their settings: :class:`SdcMicroSpec`)
 SDCMICRO_ARGUMENTS: dict[str, dict[str, Any]] = {
     "pram": cli_option(
         "--pram", "categorical synthesized columns post-randomized by sdcMicro's invariant PRAM "
         "(pram()): each dataset's values redrawn from a transition matrix that keeps the "
         "levels' expected frequencies", nargs="+", metavar="COL", group=SDCMICRO_REMEDIES),
-    "pram_pd": cli_option(
-        "--pram-pd", "least diagonal entry of PRAM's matrix before its invariant step "
-        "(sdcMicro's pd, default 0.8)", type=float, metavar="P", group=SDCMICRO_REMEDIES)
-        | checked(Interval(float, 0, 1)),
-    "pram_alpha": cli_option(
-        "--pram-alpha", "amount of PRAM's perturbation, 0 none to 1 all (sdcMicro's alpha, "
-        "default 0.5)", type=float, metavar="A", group=SDCMICRO_REMEDIES)
-        | checked(Interval(float, 0, 1)),
     "local_suppression": cli_option(
         "--local-suppression", "key columns (categorical or count, synthesized) made "
         "k-anonymous by suppressing values, as sdcMicro's localSuppression()", nargs="+",
         metavar="COL", group=SDCMICRO_REMEDIES),
-    "k": cli_option(
-        "--k", "k of --local-suppression (default 2, sdcMicro's)", type=int, metavar="K",
-        group=SDCMICRO_REMEDIES) | checked(Interval(int, 2)),
-    "importance": cli_option(
-        "--importance", "one number per key of --local-suppression, 1 (suppressed last) to the "
-        "number of keys (default: keys with fewer levels are suppressed last)", nargs="+",
-        type=int, metavar="N", group=SDCMICRO_REMEDIES),
     "microaggregation": cli_option(
         "--microaggregation", "continuous synthesized columns microaggregated jointly by MDAV "
         "(sdcMicro's microaggregation(method = 'mdav')): each value replaced by the mean of its "
         "group of --aggr records or more", nargs="+", metavar="COL", group=SDCMICRO_REMEDIES),
-    "aggr": cli_option(
-        "--aggr", "least group size of --microaggregation (default 3, sdcMicro's)", type=int,
-        metavar="K", group=SDCMICRO_REMEDIES) | checked(Interval(int, 2)),
     "add_noise": cli_option(
         "--add-noise", "continuous synthesized columns given random normal noise "
         "(sdcMicro's addNoise())", nargs="+", metavar="COL", group=SDCMICRO_REMEDIES),
-    "noise": cli_option(
-        "--noise", "the noise's standard deviation (additive) or covariance (correlated) in "
-        "percent of the column's (default 150, sdcMicro's)", type=float, metavar="PCT",
-        group=SDCMICRO_REMEDIES) | checked(Interval(float, 0, closed="neither")),
-    "noise_method": cli_option(
-        "--noise-method", "additive: independent noise per column (default); correlated: "
-        "noise with the columns' covariance (two columns or more)",
-        choices=("additive", "correlated"), group=SDCMICRO_REMEDIES)
-        | checked(Options(("additive", "correlated"), listed=True)),
     "strata": cli_option(
         "--strata", "columns whose combinations --pram, --local-suppression and "
         "--microaggregation treat apart (sdcMicro's strata variables)", nargs="+",

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from bayes_risk._lazy import attach
 
 if TYPE_CHECKING:
+    from bayes_risk._lattice import LatticeSpec
     from bayes_risk.identification.api import (
         IdentificationResult,
         identification_risk,
@@ -32,13 +33,14 @@ _NAMES: dict[str, str] = {
     "radius_search": "bayes_risk.identification.radius",
     "known_sweep": "bayes_risk.identification.knowledge",
     "KnowledgeSweepResult": "bayes_risk.identification.knowledge",
+    "LatticeSpec": "bayes_risk._lattice",
     "PosteriorReplicates": "bayes_risk.identification.replicates",
     "MatchSpec": "bayes_risk.identification.specs",
     "PopulationSpec": "bayes_risk.identification.specs",
 }
 
 __all__ = ["identification_risk", "radius_sweep", "radius_search", "known_sweep", "MatchSpec",
-           "PopulationSpec",
+           "PopulationSpec", "LatticeSpec",
            "IdentificationResult", "RadiusSweepResult", "KnowledgeSweepResult",
            "PosteriorReplicates"]
 

@@ -5,11 +5,13 @@ See :doc:`/methods/identification`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 
+from bayes_risk._specs import as_spec
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.exceptions import ValidationError, interruptible
@@ -40,7 +42,6 @@ def identification_risk(
     schema: Schema | None = None,
     match: MatchSpec | None = None,
     population: PopulationSpec | None = None,
-    selection: Any = None,
     aggregation: Literal["pooled", "pooled_measures", "per_dataset"] | None = None,
     replicates: Sequence[Any] | PosteriorReplicates | None = None,
     progressbar: bool = True,
@@ -72,19 +73,9 @@ def identification_risk(
         How the known columns match (:class:`~bayes_risk.identification.MatchSpec`; default:
         exact matching of categorical and count columns).
     population : PopulationSpec, optional
-        The targets, membership and population counts
-        (:class:`~bayes_risk.identification.PopulationSpec`; default: every original record,
-        known membership).
-    selection : "release", str, callable, boolean mask or sequence of int, optional
-        What the intruder knows of why records were selected for synthesis (``R``, Hu 2019
-        §4.2.4): ``"release"``, the rule the release's manifest records (a small-cell PMM
-        release's sensitive cells); an expression on the known columns (``"Age >= 90"``) or a
-        callable of a DataFrame, the rule, evaluated on each target's known values; or the
-        selected records of ``original`` (a mask or positions). A target known to be
-        unselected then matches only unselected released records, exactly on every known
-        column; one known to be selected only synthesized records
-        (:doc:`/methods/identification`, Identification given the selection metadata R).
-        Default ``None``: the intruder does not know ``R``.
+        The targets, membership, population counts and what the intruder knows of the
+        selection for synthesis (:class:`~bayes_risk.identification.PopulationSpec`; default:
+        every original record, known membership, the selection unknown).
     aggregation : {"pooled", "pooled_measures", "per_dataset"}, optional
         Default ``"pooled"`` (``MatchSpec(compat=...)``: ``"per_dataset"``).
         ``"pooled_measures"``: the same pooled measures without the match probabilities
@@ -135,14 +126,15 @@ def identification_risk(
         return sampled.annotate(identification_risk(  # of the census are the targets
             sampled.original, sampled.synthetic, known=known, synthesized=sampled.synthesized,
             categorical=categorical, schema=schema, match=match, population=sampled.population,
-            selection=selection, aggregation=aggregation, progressbar=progressbar,
-            executor=executor))
-    if selection is not None:  # the intruder knows R: one more known column, matched exactly
-        from bayes_risk.identification.selection import conditioned
+            aggregation=aggregation, progressbar=progressbar, executor=executor))
+    population = as_spec(population, PopulationSpec, "population")
+    if population.selection is not None:  # the intruder knows R: one more known column,
+        from bayes_risk.identification.selection import conditioned  # matched exactly
 
-        c = conditioned(original, synthetic, selection, known=known, synthesized=synthesized,
-                        categorical=categorical, schema=schema, match=match,
-                        population=population, replicates=replicates)
+        c = conditioned(original, synthetic, population.selection, known=known,
+                        synthesized=synthesized, categorical=categorical, schema=schema,
+                        match=match, population=dataclasses.replace(population, selection=None),
+                        replicates=replicates)
         return c.annotate(identification_risk(
             c.original, c.synthetic, known=c.known, synthesized=c.synthesized, schema=c.schema,
             match=match, population=c.population, aggregation=aggregation,

@@ -15,8 +15,9 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from bayes_risk._lattice import Warned, planned, shapley_values, sweep
+from bayes_risk._lattice import LatticeSpec, Warned, planned, shapley_values, sweep
 from bayes_risk._memory import check_memory, working_bytes
+from bayes_risk._specs import as_spec
 from bayes_risk.data.schema import CATEGORICAL_TYPES
 from bayes_risk.exceptions import (
     DataWarning,
@@ -54,19 +55,16 @@ def known_sweep(
     *,
     candidates: Sequence[str],
     synthesized: Sequence[str] | None = None,
-    max_size: int | None = None,
-    greedy_beyond: bool = True,
+    lattice: LatticeSpec | None = None,
     measure: Literal["expected_match_risk", "true_match_rate_targets"] = "expected_match_risk",
-    bands: int = 10,
-    max_subsets: int = 4096,
     progressbar: bool = True,
     executor: Any = None,
     **kwargs: Any,
 ) -> KnowledgeSweepResult:
     """Identification risk over subsets of the intruder's candidate known variables.
 
-    Every subset of ``candidates`` up to ``max_size`` variables, then a greedy path to the full
-    set; see :doc:`/user_guide/knowledge`.
+    Every subset of ``candidates`` up to ``lattice.max_size`` variables, then a greedy path to
+    the full set; see :doc:`/user_guide/knowledge`.
 
     Parameters
     ----------
@@ -79,17 +77,12 @@ def known_sweep(
     synthesized : sequence of str, optional
         The candidates that were synthesized. Default: the release's schema roles, else every
         candidate whose released values differ from the original's in some dataset.
-    max_size : int, optional
-        Largest subset size evaluated exhaustively (default: every size, the full lattice).
-    greedy_beyond : bool
-        Follow the greedy forward path from the riskiest subset of size ``max_size`` to the
-        full set.
+    lattice : LatticeSpec, optional
+        The subsets evaluated: every size up to ``max_size``, the greedy path beyond, at most
+        ``max_subsets``; and the bands of the per-level contributions
+        (:class:`~bayes_risk.identification.LatticeSpec`; default: the full lattice, deciles).
     measure : {"expected_match_risk", "true_match_rate_targets"}
         The risk the greedy path and the frontier rank subsets by.
-    bands : int
-        Quantile bands of a numeric variable in the per-level contributions (default: deciles).
-    max_subsets : int
-        Largest number of subsets evaluated (default 4,096); more is an error.
     progressbar : bool
         Show progress over the subsets.
     executor : None, distributed.Client or Executor, optional
@@ -106,7 +99,8 @@ def known_sweep(
     Raises
     ------
     ValidationError
-        Bad candidates, ``max_size`` or arguments, too many subsets, or user population counts.
+        Bad candidates, ``lattice.max_size`` or arguments, too many subsets, or user population
+        counts.
 
     Examples
     --------
@@ -124,8 +118,9 @@ def known_sweep(
     [['sex', 1.0], ['race', 0.5]]
     """
     check_original(original)
+    lattice = as_spec(lattice, LatticeSpec, "lattice")
     cands, max_size, subsets = planned(candidates, kind="identification", measure=measure,
-                                       bands=bands, max_size=max_size, max_subsets=max_subsets)
+                                       lattice=lattice)
     absent = [c for c in cands if c not in original.columns]
     if absent:  # named here, not as the known columns each subset passes on
         raise SchemaError(
@@ -152,7 +147,7 @@ def known_sweep(
     ev = _Evaluator(original, synthetic, cands, [c for c in cands if c not in syn], known_s,
                     options, as_executor(executor))
     return sweep(ev, cands, [s for s in subsets if s or ev.nothing], max_size=max_size,
-                 greedy_beyond=greedy_beyond, measure=measure, bands=bands,
+                 lattice=lattice, measure=measure,
                  synthesized=known_s, progressbar=progressbar,
                  extra={"shared_encoding": ev.shared, "match_masks": ev.masks})
 

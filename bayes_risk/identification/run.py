@@ -5,6 +5,7 @@ radius search and the figures at its maximising radii, the radius sweep and the 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
@@ -141,8 +142,6 @@ def identification_run(
     known_sweep: Sequence[str] | None = None,
     max_size: int | None = None,
     label: Label = _plain,
-    free_inputs: bool = False,
-    selection: Any = None,
     records: str = "per-target",
     **kwargs: Any,
 ) -> IdentificationRun:
@@ -152,7 +151,9 @@ def identification_run(
     Parameters
     ----------
     inputs : list
-        ``[original, synthetic]``.
+        ``[original, synthetic]``, emptied once nothing below reads them, as
+        ``identification_risk_of_inputs`` does (a caller holding no other reference has them
+        freed before the matching).
     known, synthesized
         As in ``identification_risk``.
     search : sequence of float, optional
@@ -170,15 +171,6 @@ def identification_run(
         largest subset evaluated exhaustively.
     label : callable
         ``label(part, radius)``: the context each engine run is made in.
-    free_inputs : bool
-        ``inputs`` is emptied once nothing below reads them, as
-        ``identification_risk_of_inputs`` does (a caller holding no other reference has them
-        freed before the matching).
-    selection : optional
-        What the intruder knows of why records were selected for synthesis, as in
-        ``identification_risk``: every part of the run is for that intruder. A release that
-        records sampling with synthesis is resolved to its census's units here too, once for
-        every part (``identification_risk`` resolves both for its own call only).
     records : {"per-target", "per-dataset", "none"}
         ``IdentificationRun.records``.
     **kwargs
@@ -186,7 +178,11 @@ def identification_run(
         ``population``, ``aggregation``, ``replicates``, ``progressbar``, ``executor``). The
         search and the sweeps take them without ``replicates`` (they match on the released
         datasets) and with ``"pooled"`` for ``"pooled_measures"`` (they keep the measures
-        only anyway).
+        only anyway). ``population.selection`` (what the intruder knows of why records were
+        selected for synthesis, as in ``identification_risk``) makes every part of the run
+        for that intruder; a release that records sampling with synthesis is resolved to its
+        census's units here too, once for every part (``identification_risk`` resolves both
+        for its own call only).
 
     Returns
     -------
@@ -197,6 +193,9 @@ def identification_run(
     from bayes_risk.identification.selection import conditioned, release_rule
 
     original, synthetic = inputs
+    selection = getattr(kwargs.get("population"), "selection", None)
+    if selection is not None:  # conditioned on here, once: the parts take the spec without it
+        kwargs["population"] = dataclasses.replace(kwargs["population"], selection=None)
     run = IdentificationRun(None, records=records,
                             unused_rule=selection is None and release_rule(synthetic) is not None)
     given = sampled = None
@@ -216,20 +215,18 @@ def identification_run(
         synthesized = sampled.synthesized if sampled.synthesized is not None else synthesized
         kwargs["population"] = sampled.population
     inputs[:] = [original, synthetic]
-    del original, synthetic  # held by ``inputs`` alone: freed with it (``free_inputs``)
-    if free_inputs:
-        release_free_memory()  # the readers' buffers
+    del original, synthetic  # held by ``inputs`` alone: freed with it
+    release_free_memory()  # the readers' buffers
     _part(run, inputs, known=known, synthesized=synthesized,
           search=search, refine=refine, worst_case=worst_case, sweep=sweep,
-          known_sweep=known_sweep, max_size=max_size, label=label, free_inputs=free_inputs,
+          known_sweep=known_sweep, max_size=max_size, label=label,
           **kwargs)
     for note in (given, sampled):
         if note is not None:
             note.annotate(run.result)
             if run.at_r_star is not None and run.at_r_star is not run.result:
                 note.annotate(run.at_r_star)
-    if free_inputs:
-        release_free_memory()  # the inputs, the matching engine's indexes and buffers
+    release_free_memory()  # the inputs, the matching engine's indexes and buffers
     return run
 
 
@@ -237,7 +234,7 @@ def _part(run: IdentificationRun, inputs: list[Any], *,
           known: Sequence[str], synthesized: Sequence[str] | None,
           search: Sequence[float] | None, refine: int, worst_case: bool,
           sweep: Sequence[float] | None, known_sweep: Sequence[str] | None,
-          max_size: int | None, label: Label, free_inputs: bool, **kwargs: Any) -> None:
+          max_size: int | None, label: Label, **kwargs: Any) -> None:
     """The parts of :func:`identification_run` on its resolved inputs, into ``run``."""
     original, synthetic = inputs
     match = kwargs["match"]
@@ -250,7 +247,7 @@ def _part(run: IdentificationRun, inputs: list[Any], *,
                                               refine, label, swept)
         if match.radius is None:  # the run's figures at the worst case
             match = kwargs["match"] = swept["match"] = match.replace(radius=run.radius_star)
-    last = free_inputs and sweep is None and known_sweep is None and not (
+    last = sweep is None and known_sweep is None and not (
         worst_case and search is not None)
     with label("run", match.radius):
         if last:
@@ -303,7 +300,7 @@ def run_known_sweep(original: Any, synthetic: Any, *, candidates: Sequence[str],
         The run's known and synthesized columns: candidates among them keep their role,
         otherwise (a candidate the run does not know) the release says which were synthesized.
     max_size : int, optional
-        As in ``known_sweep``.
+        ``LatticeSpec.max_size`` of ``known_sweep``.
     **kwargs
         The run's arguments of ``identification_risk``; a radius per column is kept for the
         candidates only.
@@ -312,6 +309,7 @@ def run_known_sweep(original: Any, synthetic: Any, *, candidates: Sequence[str],
     -------
     KnowledgeSweepResult
     """
+    from bayes_risk._lattice import LatticeSpec
     from bayes_risk.identification.knowledge import known_sweep  # its modules: on first use
 
     cands = list(candidates)
@@ -322,4 +320,4 @@ def run_known_sweep(original: Any, synthetic: Any, *, candidates: Sequence[str],
         kwargs["match"] = match.replace(
             radius={c: r for c, r in match.radius.items() if c in cands} or None)
     return known_sweep(original, synthetic, candidates=cands, synthesized=roles,
-                        max_size=max_size, **kwargs)
+                        lattice=LatticeSpec(max_size=max_size), **kwargs)

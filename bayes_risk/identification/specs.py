@@ -90,14 +90,6 @@ IDENTIFICATION_ARGUMENTS: dict[str, dict[str, Any]] = {
     "aggregation": cli_option(
         "--aggregation", "pooled over datasets (Reiter-Mitra, default) or per dataset (Hornby-Hu)",
         choices=AGGREGATIONS, group=INTRUDER) | checked(Options(AGGREGATIONS, listed=True)),
-    "selection": cli_option(
-        "--selection", "the intruder knows why records were selected for synthesis (R, Hu 2019 "
-        "§4.2.4): 'release' (the rule the release's manifest records, e.g. a small-cell PMM "
-        "release's sensitive cells), 'records' (the manifest's synthesized records: the intruder "
-        "knows which original records were selected) or an expression on the known columns "
-        "('Income > 150000'); a target known to be unselected then matches only unselected "
-        "records, exactly; one known to be selected only synthesized records", metavar="RULE",
-        group=INTRUDER),
 }
 
 #: the grid of :func:`~bayes_risk.identification.radius_sweep` (``radii``, comma-separated on
@@ -320,6 +312,17 @@ class PopulationSpec:
         record).
     target_id, original_id : str, optional
         The id columns of ``targets`` and of the original.
+    selection : "release", str, callable, boolean mask or sequence of int, optional
+        What the intruder knows of why records were selected for synthesis (``R``, Hu 2019
+        §4.2.4), read by :func:`~bayes_risk.identification_risk`: ``"release"``, the rule the
+        release's manifest records (a small-cell PMM release's sensitive cells); an expression
+        on the known columns (``"Age >= 90"``) or a callable of a DataFrame, the rule, evaluated
+        on each target's known values; or the selected records of the original (a mask or
+        positions). A target known to be unselected then matches only unselected released
+        records, exactly on every known column; one known to be selected only synthesized
+        records (:doc:`/methods/identification`, Identification given the selection metadata
+        R). Default ``None``: the intruder does not know ``R``. Another entry point takes the
+        inputs of :func:`~bayes_risk.identification.selection.conditioned` instead.
 
     Raises
     ------
@@ -367,6 +370,15 @@ class PopulationSpec:
     original_id: str | None = field(default=None, metadata=cli_option(
         "--original-id", "id column of the original (default: the --target-id column)",
         metavar="COL", group=TARGETS))
+    # the command line reads --selection records off the release (its run conditions on it)
+    selection: Any = field(default=None, metadata=cli_option(
+        "--selection", "the intruder knows why records were selected for synthesis (R, Hu 2019 "
+        "§4.2.4): 'release' (the rule the release's manifest records, e.g. a small-cell PMM "
+        "release's sensitive cells), 'records' (the manifest's synthesized records: the intruder "
+        "knows which original records were selected) or an expression on the known columns "
+        "('Income > 150000'); a target known to be unselected then matches only unselected "
+        "records, exactly; one known to be selected only synthesized records", metavar="RULE",
+        group=INTRUDER))
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -465,5 +477,10 @@ def _weights(weights: Any) -> str | np.ndarray:
 def spec_options(match: Any, population: Any) -> dict[str, Any]:
     """``match=`` and ``population=`` as their specs (validated once, here): the options
     :func:`~bayes_risk.identification.prepare.prepare` takes."""
-    return {"match": as_spec(match, MatchSpec, "match"),
-            "population": as_spec(population, PopulationSpec, "population")}
+    population = as_spec(population, PopulationSpec, "population")
+    if population.selection is not None:  # identification_risk conditions on it before
+        raise ValidationError(
+            "PopulationSpec.selection is read by identification_risk; for this entry point give "
+            "the inputs of bayes_risk.identification.selection.conditioned(...) instead.",
+            code="OPTION_CONFLICT")
+    return {"match": as_spec(match, MatchSpec, "match"), "population": population}

@@ -16,11 +16,10 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from bayes_risk._constraints import check_params
 from bayes_risk._rng import RandomSeed, seed_to_json, spawn
-from bayes_risk._specs import argument_checks, as_spec
+from bayes_risk._specs import as_spec
 from bayes_risk._terminal import progress
-from bayes_risk._utility_specs import PROPENSITY_METHODS, UTILITY_ARGUMENTS, PropensitySpec
+from bayes_risk._utility_specs import PROPENSITY_METHODS, PropensitySpec
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.provenance import duplicate_codes
 from bayes_risk.data.schema import Schema
@@ -103,8 +102,6 @@ def pmse(
     *,
     propensity: PropensitySpec | Literal["logit", "cart"] | None = None,
     incomplete: bool | None = None,
-    null: Literal["theory", "perm", "pairs", "auto"] = "auto",
-    n_perm: int = 100,
     random_seed: RandomSeed = None,
     schema: Schema | None = None,
     categorical: Iterable[str] | None = None,
@@ -121,16 +118,11 @@ def pmse(
     original : DataFrame
     synthetic : DataFrame, list of DataFrame or SyntheticData
     propensity : PropensitySpec, "logit" or "cart", optional
-        The propensity model (default: logistic with all two-way interactions).
+        The propensity model and the null (:class:`~bayes_risk.utility.PropensitySpec`;
+        default: logistic with all two-way interactions, the null chosen by it).
     incomplete : bool, optional
         Incomplete synthesis (theory null on ``k* − 1``). Default: whether some but not all
         modelled columns are synthesized.
-    null : {"auto", "theory", "perm", "pairs"}
-        Null distribution: ``χ²`` moments (logit only), permuted labels (complete synthesis
-        only), or pairs of synthetic datasets (``m >= 2``). ``"auto"``: theory for logit; for
-        CART perm (complete) or pairs.
-    n_perm : int
-        Permutations of ``null="perm"`` (synthpop uses 50).
     random_seed : int, Generator or None
     schema : Schema, optional
     categorical : iterable of str, optional
@@ -151,7 +143,7 @@ def pmse(
     Raises
     ------
     ValidationError
-        Bad options, or a ``null`` the propensity model or the synthesis does not allow.
+        Bad options, or a null the propensity model or the synthesis does not allow.
     SchemaError
         Tables that do not fit the schema, unknown columns.
 
@@ -177,10 +169,7 @@ def pmse(
     (0.0166667, 2, 1.066667)
     """
     spec = as_spec(propensity, PropensitySpec, "propensity", "method", PROPENSITY_METHODS)
-    method, columns = spec.method, spec.columns
-    checks = argument_checks(UTILITY_ARGUMENTS)
-    null = check_params(dict(null=null, n_perm=n_perm),
-                        {k: checks[k] for k in ("null", "n_perm")})["null"]
+    method, columns, null, n_perm = spec.method, spec.columns, spec.null, spec.n_perm
 
     datasets, source = as_synthetic_list(synthetic, original=original)
     dups = duplicate_codes(datasets)  # warned by as_synthetic_list; a result code too
@@ -213,7 +202,7 @@ def pmse(
         from bayes_risk._memory import check_memory
 
         # the permutation null's values of every dataset (n_perm=10**9 asked for 8 GB a dataset)
-        check_memory(16.0 * m * int(n_perm), arg_name("n_perm"),
+        check_memory(16.0 * m * int(n_perm), arg_name("PropensitySpec.n_perm"),
                      what=f"{int(n_perm):,} permutations of each of {m} synthetic dataset(s)")
 
     # small matrices (N × k): a multithreaded BLAS is several times slower on a loaded machine
@@ -229,8 +218,8 @@ def _null(null: str, method: str, incomplete: bool, m: int, syn_cols: list[str])
     """The null distribution of the pMSE ratio: ``null``, or for ``"auto"`` the one that holds
     for the propensity ``method`` and the synthesis (Snoke et al. 2018, Table 7); a null that
     does not hold is refused."""
-    def null_(v: str) -> str:  # null='perm' in Python, --null perm on the command line
-        return arg_name("null", repr(v), cli=v)
+    def null_(v: str) -> str:  # PropensitySpec.null='perm', --null perm on the command line
+        return arg_name("PropensitySpec.null", repr(v), cli=v)
 
     def method_(v: str) -> str:  # PropensitySpec.method='cart', --pmse cart
         return arg_name("PropensitySpec.method", repr(v), cli=v)

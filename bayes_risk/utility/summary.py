@@ -110,8 +110,6 @@ def utility_summary(
     *,
     schema: Schema | None = None,
     propensity: PropensitySpec | Literal["logit", "cart"] | None = None,
-    null: Literal["auto", "theory", "perm", "pairs"] = "auto",
-    n_perm: int = 100,
     overlap: OverlapSpec | None = None,
     categorical: Iterable[str] | None = None,
     synthesized: Iterable[str] | None = None,
@@ -127,8 +125,8 @@ def utility_summary(
     ----------
     original : DataFrame
     synthetic : DataFrame, list of DataFrame or SyntheticData
-    propensity, null, n_perm
-        As :func:`~bayes_risk.utility.pmse.pmse`.
+    propensity : PropensitySpec, "logit" or "cart", optional
+        As :func:`~bayes_risk.utility.pmse.pmse`'s: the propensity model and the null.
     overlap : OverlapSpec, optional
         The interval-overlap figures (default ``OverlapSpec()``).
     categorical : iterable of str, optional
@@ -205,8 +203,7 @@ def utility_summary(
                           syn_cols if syn_cols else None, list(schema.names))
     imp = resolve_imputed(imputed, source, original, datasets, schema)
     # pmse masks the imputed columns itself (and warns MISSING_AT_RANDOM_ASSUMED once)
-    pm = pmse(original, datasets, propensity=spec, null=null,
-              n_perm=n_perm, random_seed=random_seed, schema=schema,
+    pm = pmse(original, datasets, propensity=spec, random_seed=random_seed, schema=schema,
               synthesized=syn_cols or None, progressbar=progressbar, imputed=imp)
     codes.extend(pm.warnings)
     original, datasets = observed_cells(original, datasets, imp, for_pmse=False)
@@ -230,7 +227,7 @@ def utility_summary(
         else "the schema's roles",
         "pmse_method": spec.method, "max_order": spec.max_order, "null": pm.null,
         "alpha": float(alpha), "family": family, "formulas": formulas,
-        "n_perm": int(n_perm), "table_order": int(table_order), "ngroups": int(ngroups),
+        "n_perm": int(spec.n_perm), "table_order": int(table_order), "ngroups": int(ngroups),
         **{f"pmse_{k}": v for k, v in pm.settings.items()
                                   if not k.startswith("imputed_")},
         **choice.to_settings(), **imp.to_settings(),

@@ -242,7 +242,8 @@ class AuditScaleDask(AuditScale):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             br.audit(self.ce, self.release, known=["Age", "Urban", "Marital", "Income"],
-                     random_seed=3, progressbar=False, executor=self.client)
+                     random_seed=3, progressbar=False,
+                     settings=br.AuditSettings(executor=self.client))
 
     def time_audit(self, n):
         self._run()

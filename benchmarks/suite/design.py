@@ -30,7 +30,8 @@ class Design:
                                                knobs={"cart": {"min_leaf": [5, 40],
                                                                "smoothing": [False]}},
                                                m=[2], remedies=["none", "smooth"]),
-                             thresholds=loose, search=SearchSpec(screen_records=None),
+                             settings=br.AuditSettings(thresholds=loose),
+                             search=SearchSpec(screen_records=None),
                              random_seed=3, progressbar=False)
 
     def time_design(self) -> None:

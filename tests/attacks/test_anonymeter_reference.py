@@ -64,7 +64,8 @@ def test_singling_out_agrees_with_anonymeter(data, name, seeds):
         for seed in range(seeds):
             res = br.singling_out_risk(t["train"], t["syn"], holdout=t[cfg["holdout"]],
                                        mode=cfg["mode"], n_attacks=cfg["n_attacks"],
-                                       n_cols=cfg["n_cols"], categorical=CATEGORICAL,
+                                       predicates=br.PredicateSpec(n_cols=cfg["n_cols"]),
+                                       categorical=CATEGORICAL,
                                        random_seed=seed)
             runs.append(res.table.iloc[0])
     # anonymeter wrote every predicate asked for (the reference run fails otherwise): the same
@@ -157,7 +158,7 @@ def test_inference_agrees_with_anonymeter(data, name):
         for seed in range(12):
             res = br.inference_risk(t["train"], t["syn"], secret=cfg["secret"],
                                     aux_columns=cfg["aux_columns"], holdout=t[cfg["holdout"]],
-                                    n_attacks=n, regression=cfg["regression"],
+                                    n_attacks=n, guess=br.GuessSpec(regression=cfg["regression"]),
                                     categorical=CATEGORICAL, random_seed=seed)
             runs.append(res.table.iloc[0])
     assert all(r["n_attacks"] == n and r["n_attacks_control"] == n for r in runs)

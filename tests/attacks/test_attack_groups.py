@@ -174,7 +174,8 @@ def test_singling_out_groups_add_up_and_one_group_is_the_whole(seed, n_hold):
     rng = np.random.default_rng(seed)
     orig, syn = (_groups_table(int(s), int(rng.integers(30, 90))) for s in rng.integers(0, 99, 2))
     hold = None if n_hold is None else _groups_table(int(rng.integers(100, 199)), n_hold)
-    kw = dict(holdout=hold, n_attacks=20, n_cols=2, max_attempts=2000, random_seed=seed)
+    kw = dict(holdout=hold, n_attacks=20, predicates=br.PredicateSpec(n_cols=2, max_attempts=2000),
+              random_seed=seed)
     by_g = _quiet(br.singling_out_risk, orig, syn, groups="g", **kw)
     one = _quiet(br.singling_out_risk, orig, syn, groups="one", **kw)
     pd.testing.assert_frame_equal(by_g.table, one.table)  # grouping does not change the attack
@@ -217,7 +218,8 @@ def test_a_missing_group_is_a_group_of_its_own():
 
 def test_singling_out_groups_must_be_a_predicate_column():
     with pytest.raises(ValidationError, match="'g' is not among the columns the predicates"):
-        _quiet(br.singling_out_risk, ORIG, SYN, columns=["x"], groups="g")
+        _quiet(br.singling_out_risk, ORIG, SYN, predicates=br.PredicateSpec(columns=["x"]),
+               groups="g")
     with pytest.raises(ValidationError, match="column 'x' is .*categorical") as e:
         _quiet(br.singling_out_risk, ORIG, SYN, groups="x")
     assert e.value.code == "GROUPS_NOT_CATEGORICAL"

@@ -116,8 +116,9 @@ def test_multivariate_singling_out_by_hand():
     #   a=='B' & x<=2  -> ORIG 0, HOLD 1 ((B, 2))
     #   a=='B' & x>=3  -> ORIG 1, HOLD 1 ((B, 9))
     #   a=='C' & x>=5  -> ORIG 1, HOLD 2
-    res = _quiet(br.singling_out_risk, ORIG, SYN, holdout=HOLD, mode="multivariate", n_cols=2,
-                 n_attacks=10, max_attempts=3000, random_seed=5)
+    res = _quiet(br.singling_out_risk, ORIG, SYN, holdout=HOLD, mode="multivariate",
+                 predicates=br.PredicateSpec(n_cols=2, max_attempts=3000), n_attacks=10,
+                 random_seed=5)
     row = res.table.iloc[0]
     assert set(res.queries["query"]) == {"a == 'A' & x <= 1", "a == 'B' & x <= 2",
                                          "a == 'B' & x >= 3", "a == 'C' & x >= 5"}
@@ -275,8 +276,9 @@ def test_same_numbers_whatever_the_blocks(monkeypatch):
 def test_singling_out_invariants(seed, n_cols):
     rng = np.random.default_rng(seed)
     orig, syn, hold = (_table(int(s), int(rng.integers(20, 80))) for s in rng.integers(0, 99, 3))
-    res = _quiet(br.singling_out_risk, orig, syn, holdout=hold, n_attacks=20, n_cols=n_cols,
-                 max_attempts=2000, random_seed=seed)
+    res = _quiet(br.singling_out_risk, orig, syn, holdout=hold, n_attacks=20,
+                 predicates=br.PredicateSpec(n_cols=n_cols, max_attempts=2000),
+                 random_seed=seed)
     t = res.table
     assert (t["n_queries"] <= 20).all() and (t["n_main"] <= t["n_queries"]).all()
     assert (t["n_control"] <= t["n_queries"]).all() and (t["n_baseline"] <= 20).all()
@@ -305,13 +307,13 @@ def test_bad_options_name_the_argument():
     with pytest.raises(ValidationError, match="mode"):
         br.singling_out_risk(ORIG, SYN, mode="bivariate")
     with pytest.raises(ValidationError, match="n_cols=3 exceeds the 2 column"):
-        br.singling_out_risk(ORIG, SYN, n_cols=3)
+        br.singling_out_risk(ORIG, SYN, predicates=br.PredicateSpec(n_cols=3))
     with pytest.raises(ValidationError, match="n_attacks"):
         br.singling_out_risk(ORIG, SYN, n_attacks=0)
     with pytest.raises(ValidationError, match="confidence_level"):
         br.singling_out_risk(ORIG, SYN, confidence_level=95)
     with pytest.raises(SchemaError, match="zzz"):
-        br.singling_out_risk(ORIG, SYN, columns=["a", "zzz"])
+        br.singling_out_risk(ORIG, SYN, predicates=br.PredicateSpec(columns=["a", "zzz"]))
     with pytest.raises(ValidationError, match="aux_columns"):
         br.linkability_risk(LORIG, LSYN, aux_columns=["u"])
     with pytest.raises(ValidationError, match=r"n_attacks=10 exceeds .* holdout 4"):
@@ -355,8 +357,8 @@ def test_no_holdout_reads_the_main_rate_with_a_warning():
 
 
 def test_result_conventions(tmp_path):
-    res = _quiet(br.singling_out_risk, ORIG, SYN, holdout=HOLD, n_cols=2, n_attacks=10,
-                 max_attempts=2000, random_seed=5)
+    res = _quiet(br.singling_out_risk, ORIG, SYN, holdout=HOLD, n_attacks=10,
+                 predicates=br.PredicateSpec(n_cols=2, max_attempts=2000), random_seed=5)
     assert isinstance(res, br.SinglingOutResult) and isinstance(res, br.RiskResult)
     d = res.to_dict()
     import json

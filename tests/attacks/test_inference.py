@@ -73,11 +73,13 @@ def test_inference_by_hand():
     assert not recs["tied"].any()
     # equality for the numeric secret too (anonymeter 1.1.0's regression=False): only 300
     exact = _quiet(br.inference_risk, IORIG, ISYN, secret="s", aux_columns=["a"],
-                   holdout=IHOLD, n_attacks=None, regression=False, random_seed=0)
+                   holdout=IHOLD, n_attacks=None, guess=br.GuessSpec(regression=False),
+                   random_seed=0)
     assert exact.table[["n_main", "n_control"]].iloc[0].tolist() == [1, 1]
     # a wider tolerance: 250~200 (50 <= 0.25 * 200) is right too
     wide = _quiet(br.inference_risk, IORIG, ISYN, secret="s", aux_columns=["a"],
-                  holdout=IHOLD, n_attacks=None, tolerance=0.25, random_seed=0)
+                  holdout=IHOLD, n_attacks=None, guess=br.GuessSpec(tolerance=0.25),
+                  random_seed=0)
     assert wide.table["n_main"].iloc[0] == 4
 
 
@@ -139,7 +141,7 @@ def test_inference_invariants(seed):
     assert t.loc[ok, ["risk", "ci_low", "ci_high"]].stack().between(0, 1).all()
     # a wider tolerance never makes a numeric guess wrong
     wide = _quiet(br.inference_risk, orig, syn, secret=["x", "y"], holdout=hold, n_attacks=15,
-                  tolerance=0.5, random_seed=seed).table.set_index("secret")
+                  guess=br.GuessSpec(tolerance=0.5), random_seed=seed).table.set_index("secret")
     narrow = t.set_index("secret")
     assert (wide["n_main"] >= narrow.loc[["x", "y"], "n_main"]).all()
 
@@ -152,15 +154,17 @@ def test_bad_options_name_the_argument():
     with pytest.raises(ValidationError, match="both a secret and among aux_columns"):
         br.inference_risk(IORIG, ISYN, secret="a", aux_columns=["a", "c"])
     with pytest.raises(ValidationError, match="regression=True for the categorical secret 'c'"):
-        br.inference_risk(IORIG, ISYN, secret="c", regression=True, **kw)
-    with pytest.raises(ValidationError, match="tolerance"):
-        br.inference_risk(IORIG, ISYN, secret="s", tolerance=-0.1, **kw)
+        br.inference_risk(IORIG, ISYN, secret="c", guess=br.GuessSpec(regression=True), **kw)
+    with pytest.raises(ValidationError, match="GuessSpec.tolerance"):
+        br.GuessSpec(tolerance=-0.1)
     with pytest.raises(ValidationError, match="n_attacks"):
         br.inference_risk(IORIG, ISYN, secret="s", aux_columns=["a"], n_attacks=0)
     with pytest.raises(ValidationError, match=r"secret lists column\(s\)"):
         br.inference_risk(IORIG, ISYN, secret=["s", "s"], **kw)
-    with pytest.raises(ValidationError, match="regression must be"):
-        br.inference_risk(IORIG, ISYN, secret="s", regression="yes", **kw)
+    with pytest.raises(ValidationError, match="GuessSpec.regression must be"):
+        br.GuessSpec(regression="yes")
+    with pytest.raises(ValidationError, match="guess must be a GuessSpec"):
+        br.inference_risk(IORIG, ISYN, secret="s", guess={"tolerance": 0.1}, **kw)
     with pytest.raises(ValidationError) as err:
         br.inference_risk(IORIG, ISYN.drop(columns="s"), secret="s", **kw)
     assert err.value.code == "MISSING_COLUMN"

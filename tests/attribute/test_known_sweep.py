@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from bayes_risk import LatticeSpec
 from bayes_risk.attribute import EstimatorSpec, ScenarioSpec, attribute_known_sweep, attribute_risk
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ValidationError
@@ -175,7 +176,8 @@ def test_errors_name_the_argument():
     with pytest.raises(ValidationError, match="unknown argument"):
         attribute_known_sweep(orig, syn, model=model, known=["a"], prior_typo=1)
     with pytest.raises(ValidationError, match="max_size"):
-        attribute_known_sweep(orig, syn, model=model, known=["a"], max_size=2)
+        attribute_known_sweep(orig, syn, model=model, known=["a"],
+                              lattice=LatticeSpec(max_size=2))
     with pytest.raises(ValidationError, match="more than once"):
         attribute_known_sweep(orig, syn, model=model, known=["a", "a"])
 

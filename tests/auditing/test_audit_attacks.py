@@ -31,9 +31,10 @@ def release():
     return train, hold, syn
 
 
-def _audit(release, linkability_columns=None, **kw):
+def _audit(release, linkability_columns=None, thresholds=None, **kw):
     train, hold, syn = release
-    settings = br.AuditSettings(skip=OTHERS, linkability_columns=linkability_columns)
+    settings = br.AuditSettings(skip=OTHERS, linkability_columns=linkability_columns,
+                                thresholds=thresholds)
     opts = {"known": KNOWN, "settings": settings, "random_seed": 1, "progressbar": False,
             "holdout": hold, **kw}
     with warnings.catch_warnings():

@@ -73,8 +73,8 @@ def test_membership_verdict_lines(release, tmp_path):
         warnings.simplefilter("ignore")
         res = br.audit(train, syn, known=["SEX", "MAR"], model=model, holdout=hold, random_seed=1,
                        progressbar=False, out=tmp_path / "a",
-                       thresholds={"membership_probability": 0.6},
-                       settings=br.AuditSettings(skip=OTHERS))
+                       settings=br.AuditSettings(
+                           skip=OTHERS, thresholds={"membership_probability": 0.6}))
     f = res.step("membership").result.file
     assert res.step("membership").result.settings["threshold"] == 0.6
     lines = [v for v in res.verdicts if v.step == "membership"]

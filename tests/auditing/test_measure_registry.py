@@ -149,7 +149,8 @@ def test_a_measure_declares_its_thresholds_in_its_own_file(toy, data, tmp_path):
     assert (line.value, line.threshold, line.exceeds) == (pytest.approx(50.0), 5.0, True)
     html = res.to_html(tmp_path / "default.html").read_text(encoding="utf-8")
     assert "a convention of this example, not a finding" in html  # the default's source
-    loose = br.audit(orig, syn, **run, thresholds={"copied_share": 60}, out=tmp_path / "b")
+    loose = br.audit(orig, syn, **{**run, "settings": run["settings"].replace(
+        thresholds={"copied_share": 60})}, out=tmp_path / "b")
     line = next(v for v in loose.verdicts if v.step == "exact_copies")
     assert (line.threshold, line.exceeds, loose.status) == (60.0, False, "within_thresholds")
     top = json.loads((tmp_path / "b" / "summary.json").read_text())
@@ -161,7 +162,8 @@ def test_a_measure_declares_its_thresholds_in_its_own_file(toy, data, tmp_path):
             in html)
     with pytest.raises(ValidationError, match="copied_share=150 is outside its range: "
                        "copied_share is in per cent of the records"):
-        br.audit(orig, syn, **run, thresholds={"copied_share": 150})
+        br.audit(orig, syn, **{**run, "settings": run["settings"].replace(
+            thresholds={"copied_share": 150})})
 
 
 def test_a_bad_threshold_declaration_is_refused(toy):
@@ -596,8 +598,8 @@ def test_a_measure_declares_when_it_runs_its_checks_and_its_executor_part(data, 
             br.audit(orig, syn, holdout=orig.iloc[:5], out=tmp_path / "a", progressbar=False,
                      **kw)
         assert err.value.code == "HOLDOUT_SMALL" and not (tmp_path / "a").exists()
-        res = br.audit(orig, syn, holdout=orig.iloc[:20], executor=Elsewhere(),
-                       progressbar=False, **kw)
+        elsewhere = {**kw, "settings": kw["settings"].replace(executor=Elsewhere())}
+        res = br.audit(orig, syn, holdout=orig.iloc[:20], progressbar=False, **elsewhere)
         assert (res.step("gated").status, res.step("gated").result) == ("ran", 20)
         assert res.step("gated").where == {"kind": "Elsewhere", "text": "by Elsewhere",
                                            "partition_size": None,
@@ -614,8 +616,7 @@ def test_a_measure_declares_when_it_runs_its_checks_and_its_executor_part(data, 
         unregister("gated")
         # without the executor part, the step runs in process and is not named
         register(replace(mod.MEASURE, executor=""))
-        res = br.audit(orig, syn, holdout=orig.iloc[:20], executor=Elsewhere(),
-                       progressbar=False, **kw)
+        res = br.audit(orig, syn, holdout=orig.iloc[:20], progressbar=False, **elsewhere)
         assert res.step("gated").where == {"kind": "in process", "text": "in process"}
     finally:
         unregister("gated")

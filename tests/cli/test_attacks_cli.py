@@ -101,7 +101,7 @@ def test_inference_alone_and_its_options(files, tmp_path, capsys):
                          "--regression", "no", "--n-attacks", "30", "--random-seed", "2",
                          "--out", str(out)]) == 0
         inf = br.inference_risk(orig, syn, secret="Income", aux_columns=["Age", "Expenditure"],
-                                regression=False, n_attacks=30, categorical=CAT,
+                                guess=br.GuessSpec(regression=False), n_attacks=30, categorical=CAT,
                                 random_seed=2)
     assert "inference from Age, Expenditure: Income" in capsys.readouterr().out
     got = pd.read_csv(out / "inference.csv")

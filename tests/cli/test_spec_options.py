@@ -10,6 +10,7 @@ import json
 import pytest
 
 from bayes_risk import cli
+from bayes_risk._attack_specs import GuessSpec, PredicateSpec
 from bayes_risk._sampling_spec import Sampling
 from bayes_risk._search_spec import SearchSpec
 from bayes_risk._specs import cli_fields, cli_specs, spec_values
@@ -20,12 +21,13 @@ from bayes_risk.cli import build_parser
 from bayes_risk.cli.design import space_from_args
 from bayes_risk.cli.parsers import option_names
 from bayes_risk.designing import DesignSpace
-from bayes_risk.disclosure.specs import ExclusionSpec
+from bayes_risk.disclosure.specs import ExclusionSpec, SdcMicroSpec
 from bayes_risk.identification.specs import MatchSpec, PopulationSpec
 from bayes_risk.membership.specs import AttackSpec, RatioSpec
 
 #: the spec classes each sub-command builds from its options
 SPECS_OF = {"identification": (MatchSpec, PopulationSpec), "membership": (AttackSpec, RatioSpec),
+            "attacks": (PredicateSpec, GuessSpec), "remedy": (SdcMicroSpec,),
             "attribute": (ScenarioSpec, EstimatorSpec), "utility": (PropensitySpec, OverlapSpec),
             "audit": (AuditSettings,), "fit": (Sampling,), "disclosure": (ExclusionSpec,),
             "design": (DesignSpace, SearchSpec)}
@@ -67,9 +69,9 @@ def test_spec_fields_and_parsers_agree():
         hand = {o for a in parser._actions if not getattr(a, "spec_field", None)
                 for o in a.option_strings}
         assert not hand & set(expected.values()), name
-    # the identification options: 10 of MatchSpec, 9 of PopulationSpec, each named in messages
-    # by its field (MatchSpec.r_min and r_min are --r-min)
-    assert len(spec_fields(subs["identification"])) == 19
+    # the identification options: 10 of MatchSpec, 10 of PopulationSpec, each named in
+    # messages by its field (MatchSpec.r_min and r_min are --r-min)
+    assert len(spec_fields(subs["identification"])) == 20
     names = option_names(subs["identification"])
     assert names["MatchSpec.r_min"] == names["r_min"] == "--r-min"
     assert names["PopulationSpec.population_size"] == "--n-pop"

@@ -457,7 +457,7 @@ def real(tmp_path_factory, ce):
                     space=DesignSpace(columns=[["Tenure", "Income"]], knobs={"cart": {
                         "min_leaf": [20], "smoothing": [False]}}, m=[2],
                         remedies=["none", "smooth"]),
-                    thresholds=loose, settings=br.AuditSettings(sweep=[0.1]),
+                    settings=br.AuditSettings(sweep=[0.1], thresholds=loose),
                     search=SearchSpec(screen_records=None), random_seed=3, out=out,
                     progressbar=False)
     return res, out
@@ -533,8 +533,8 @@ def test_plugin_replicates_reach_the_candidates_that_use_them(ce, monkeypatch):
                     space=DesignSpace(columns=[["Tenure", "Income"]], knobs={"cart": {
                         "min_leaf": [20], "smoothing": [False, True]}}, m=[2],
                         remedies=["none", "smooth"]),
-                    thresholds={"prop_top": 0.99, "prop_evidence": 0.99},
                     settings=br.AuditSettings(
+                        thresholds={"prop_top": 0.99, "prop_evidence": 0.99},
                         skip=[s for s in REAL_STEPS if s not in ("utility", "attribute")],
                         attribute_records=range(5),
                         attribute_estimator=br.EstimatorSpec(plugin_replicates=20)),

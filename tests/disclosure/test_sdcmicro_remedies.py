@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 from _shared import shared_path
 
-from bayes_risk import SyntheticData, infer_schema, sdcmicro
+from bayes_risk import SdcMicroSpec, SyntheticData, infer_schema, sdcmicro
 from bayes_risk.disclosure.original_risk import _frequencies
 from bayes_risk.disclosure.sdcmicro import invariant_matrix, mdav, suppress
 from bayes_risk.exceptions import SchemaError, ValidationError
@@ -55,8 +55,8 @@ def test_mdav_equals_sdcmicro_bit_for_bit(request, name, data, cols, k, rows, st
     d = request.getfixturevalue(data)
     d = d.iloc[:rows] if rows else d
     ref = pd.read_csv(REF / f"{name}.csv.gz")
-    out = sdcmicro(d, d[[*cols, *([strata] if strata else [])]], microaggregation=cols, aggr=k,
-                   strata=strata)
+    out = sdcmicro(d, d[[*cols, *([strata] if strata else [])]], microaggregation=cols,
+                   settings=SdcMicroSpec(aggr=k), strata=strata)
     got, want = out[0][cols].to_numpy(), ref[cols].to_numpy()
     # the same doubles: sdcMicro's single-precision distances, its hash sort's order among
     # equal distances and its sums taken left to right
@@ -109,8 +109,8 @@ def test_mdav_groups_partition_and_means():
 def test_local_suppression_equals_sdcmicro(request, name, data, keys, k, importance, strata):
     d = request.getfixturevalue(data)
     ref = pd.read_csv(REF / f"{name}.csv.gz")
-    out = sdcmicro(d, d[[*keys, *([strata] if strata else [])]], local_suppression=keys, k=k,
-                   importance=importance, strata=strata)
+    out = sdcmicro(d, d[[*keys, *([strata] if strata else [])]], local_suppression=keys,
+                   settings=SdcMicroSpec(k=k, importance=importance), strata=strata)
     hit = (out[0][keys].isna() & d[keys].notna()).astype(int)
     assert np.array_equal(hit.to_numpy(), ref[keys].to_numpy())  # cell for cell
     step = out.extra["post_processing"][0]
@@ -218,7 +218,8 @@ def test_noise_agrees_with_sdcmicro_within_monte_carlo_error(ce):
     for seed in range(100):
         e = sdcmicro(ce, x, add_noise=cols, random_seed=seed)[0][cols].to_numpy() - x.to_numpy()
         var.append(e.var(axis=0, ddof=1))
-        out = sdcmicro(ce, x, add_noise=cols, noise_method="correlated", random_seed=seed)
+        out = sdcmicro(ce, x, add_noise=cols,
+                       settings=SdcMicroSpec(noise_method="correlated"), random_seed=seed)
         c = np.cov(out[0][cols].to_numpy() - x.to_numpy(), rowvar=False)
         cov.append([c[0, 0], c[0, 1], c[1, 1]])
     n, n_r = len(var), ref["n_rep"]
@@ -288,8 +289,10 @@ def small():
 ])
 def test_bad_arguments_are_refused(small, kw, exc, code, text):
     orig, rel = small
-    with pytest.raises(exc) as err:
-        sdcmicro(orig, rel, **kw)
+    fields = set(SdcMicroSpec.__dataclass_fields__)
+    with pytest.raises(exc) as err:  # a setting is a field of the remedies' settings
+        sdcmicro(orig, rel, **{k: v for k, v in kw.items() if k not in fields},
+                 settings=SdcMicroSpec(**{k: v for k, v in kw.items() if k in fields}))
     assert err.value.code == code and text in str(err.value), str(err.value)
 
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bayes_risk import MatchSpec, PopulationSpec
+from bayes_risk import LatticeSpec, MatchSpec, PopulationSpec
 from bayes_risk.exceptions import DataWarning, ValidationError
 from bayes_risk.identification.api import identification_risk
 from bayes_risk.identification.knowledge import known_sweep, shapley_values
@@ -215,7 +215,7 @@ def test_level_contributions_sum_to_the_file_risk(aggregation):
     y, rel = _release(9, n=50, m=3)
     res = sweep(y, rel, candidates=CANDS, match=MatchSpec(radius=RADIUS), categorical=["a", "b",
                                                                                        "c"],
-                aggregation=aggregation, bands=4)
+                aggregation=aggregation, lattice=LatticeSpec(bands=4))
     full = res.risk(CANDS)
     for _var, part in res.levels.groupby("variable"):
         assert part["expected_match_risk"].sum() == pytest.approx(full, rel=1e-12)
@@ -230,7 +230,7 @@ def test_greedy_path_and_frontier():
     y, rel = _release(12, n=40, m=2)
     res = sweep(y, rel, candidates=CANDS, match=MatchSpec(radius=RADIUS), categorical=["a", "b",
                                                                                        "c"],
-                max_size=2)
+                lattice=LatticeSpec(max_size=2))
     t = res.table
     # exhaustive up to size 2 (1 + 5 + 10 subsets), the full set minus one (5), the full set,
     # and the greedy steps
@@ -315,11 +315,11 @@ def test_errors_name_the_argument():
     with pytest.raises(ValidationError, match="more than once"):
         sweep(y, rel, candidates=["a", "a"])
     with pytest.raises(ValidationError, match="max_size"):
-        sweep(y, rel, candidates=["a", "b"], max_size=3)
+        sweep(y, rel, candidates=["a", "b"], lattice=LatticeSpec(max_size=3))
     with pytest.raises(ValidationError, match="unknown argument"):
         sweep(y, rel, candidates=["a"], radious=0.1)
     with pytest.raises(ValidationError, match="max_subsets"):
-        sweep(y, rel, candidates=["a", "b", "c"], max_subsets=3)
+        sweep(y, rel, candidates=["a", "b", "c"], lattice=LatticeSpec(max_subsets=3))
     with pytest.raises(ValidationError, match="population counts given by the user"):
         sweep(y, rel, candidates=["a"], population=PopulationSpec(membership="unknown",
                                                                   counts={("p",): 5}))

@@ -8,6 +8,7 @@ small-cell PMM release (Hawala 2008) of the shared CE data, and through the comm
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import warnings
 from pathlib import Path
@@ -39,7 +40,7 @@ def test_hand_worked_table():
     assert no_r.c[:, 0].tolist() == [2, 2, 1, 3, 3, 1, 1]
     assert no_r.T[:, 0].tolist() == [1, 1, 1, 1, 1, 0, 1]
     assert no_r.file["expected_match_risk"] == pytest.approx(2 / 2 + 1 + 2 / 3 + 1, abs=TOL)
-    given = identification_risk(Y, [Z], selection="age >= 45", **KW)
+    given = identification_risk(Y, [Z], population=PopulationSpec(selection="age >= 45"), **KW)
     # with R: an unselected target is its own record only (exact age among 0, 1, 3, 4);
     # t2, t5, t6 look among the synthesized 2, 5, 6 only: t5 (F, 52) meets 6 (F, 51), falsely
     assert given.c[:, 0].tolist() == [1] * 7
@@ -53,7 +54,7 @@ def test_hand_worked_table():
         "n_targets_selected": 3, "n_targets": 7}
     # the selected records themselves, as a mask or positions: the same figures
     for records in (Y["age"].to_numpy() >= 45, [2, 5, 6]):
-        same = identification_risk(Y, [Z], selection=records, **KW)
+        same = identification_risk(Y, [Z], population=PopulationSpec(selection=records), **KW)
         np.testing.assert_array_equal(same.c, given.c)
         np.testing.assert_array_equal(same.T, given.T)
 
@@ -65,15 +66,15 @@ def test_external_targets():
     t = pd.DataFrame({"tid": [0, 2, 5, 99], "sex": ["M", "M", "F", "F"],
                       "age": [30.0, 45, 52, 50]})
     pop = PopulationSpec(targets=t, target_id="tid", original_id="id")
-    res = identification_risk(y, [Z.assign(id=range(7))], selection="age >= 45", population=pop,
-                              **KW)
+    res = identification_risk(y, [Z.assign(id=range(7))],
+                              population=dataclasses.replace(pop, selection="age >= 45"), **KW)
     # 0 sees its own record; 2 sees {2}; 5 and 99 see the synthesized F 51 (record 6), wrongly
     assert res.c[:, 0].tolist() == [1, 1, 1, 1]
     assert res.T[:, 0].tolist() == [1, 1, 0, 0]
     assert res.settings["selection"]["n_targets_selected"] == 3
     with pytest.raises(ValidationError, match="external targets"):
-        identification_risk(y, [Z.assign(id=range(7))], selection=[2, 5, 6], population=pop,
-                            **KW)
+        identification_risk(y, [Z.assign(id=range(7))],
+                            population=dataclasses.replace(pop, selection=[2, 5, 6]), **KW)
 
 
 def _brute(y, zs, flags, status, radius):
@@ -110,7 +111,7 @@ def test_brute_force_enumeration(seed):
     hit = _brute(y, zs, status, status, radius)
     match = MatchSpec(radius={"x": radius}, radius_type="absolute", fallback="none")
     kw = dict(known=["a", "b", "x"], synthesized=["b", "x"], match=match, progressbar=False,
-              selection="x >= 5")
+              population=PopulationSpec(selection="x >= 5"))
     per = identification_risk(y, zs, aggregation="per_dataset", **kw)
     np.testing.assert_array_equal(per.c, hit.sum(axis=2))
     own = hit[np.arange(n), :, np.arange(n)]
@@ -126,7 +127,7 @@ def test_brute_force_enumeration(seed):
     np.testing.assert_array_equal(pooled.T, in_top[np.arange(n), np.arange(n)])
     # knowing R never lowers a target's per-dataset risk (its candidates only shrink)
     no_r = identification_risk(y, zs, aggregation="per_dataset",
-                               **{**kw, "selection": None})
+                               **{**kw, "population": None})
     assert (per.record_IR >= no_r.record_IR - TOL).all()
     assert per.file["expected_match_risk"] > no_r.file["expected_match_risk"]
 
@@ -138,7 +139,8 @@ def test_unknown_membership_restricts_the_population_counts():
     kw = dict(known=["sex", "age"], synthesized=["age"], aggregation="per_dataset",
               population=pop, progressbar=False)
     with pytest.warns(DataWarning, match="NO_MATCH"):
-        given = identification_risk(y, [z], selection=[2, 5, 6], **kw)
+        given = identification_risk(y, [z], **{**kw, "population": dataclasses.replace(
+            pop, selection=[2, 5, 6])})
     # unselected targets: their own record only, of F_t = 2 (weights of the records of their
     # key and status): Pr = 1/2, Pr(not in the file) = 1/2; declared (strategy "always"), T/c
     # = 1. Selected ones: t2 (M, 45), t5 (F, 52) and t6 (F, 55) meet no synthesized record
@@ -179,7 +181,7 @@ def test_small_cell_pmm_release(pmm_release):
               synthesized=["Urban", "Tenure", "Marital"], categorical=["Urban", "Tenure",
                                                                          "Marital"],
               aggregation="per_dataset", progressbar=False)
-    given = identification_risk(y, syn, selection="release", **kw)
+    given = identification_risk(y, syn, population=PopulationSpec(selection="release"), **kw)
     assert given.settings["selection"]["source"] == "release"
     # an unselected target: the unselected records with its exact known values, in every dataset
     key = y[kw["known"]].astype(str).agg("|".join, axis=1).to_numpy()
@@ -193,7 +195,7 @@ def test_small_cell_pmm_release(pmm_release):
         sel = np.flatnonzero(flags)
         exp_sel = np.array([np.sum(flags & (zkey == key[t])) for t in sel])
         np.testing.assert_array_equal(given.c[sel, l], exp_sel)
-    same = identification_risk(y, syn, selection=flags, **kw)
+    same = identification_risk(y, syn, population=PopulationSpec(selection=flags), **kw)
     np.testing.assert_array_equal(same.c, given.c)
     no_r = identification_risk(y, syn, **kw)
     assert (given.record_IR >= no_r.record_IR - TOL).all()
@@ -205,43 +207,44 @@ def test_refusals(pmm_release):
     kw = dict(known=["sex", "age"], synthesized=["age"], progressbar=False,
               match=MatchSpec(radius={"age": 5}, radius_type="absolute"))
     with pytest.raises(ValidationError) as e:
-        identification_risk(Y, [Z], selection="release", **kw)
+        identification_risk(Y, [Z], population=PopulationSpec(selection="release"), **kw)
     assert e.value.code == "SELECTION_NOT_RECORDED"
     release = SyntheticData([Z], synthesized_records=Y["age"].to_numpy() >= 45)
     with pytest.raises(ValidationError) as e:  # selects records 1 and 4, released unchanged
-        identification_risk(Y, release, selection="age >= 31", **kw)
+        identification_risk(Y, release, population=PopulationSpec(selection="age >= 31"), **kw)
     assert e.value.code == "SELECTION_MISMATCH"
     with pytest.raises(ValidationError) as e:  # leaves record 6 out, which was synthesized
-        identification_risk(Y, [Z], selection=[2, 5], **kw)
+        identification_risk(Y, [Z], population=PopulationSpec(selection=[2, 5]), **kw)
     assert e.value.code == "SELECTION_MISMATCH"
     with pytest.raises(ValidationError) as e:  # the rule reads a column the intruder lacks
         identification_risk(Y.assign(w=1), [Z.assign(w=1)], known=["sex"], synthesized=[],
-                            selection="age >= 45", progressbar=False)
+                            population=PopulationSpec(selection="age >= 45"), progressbar=False)
     assert e.value.code == "SELECTION_NOT_KNOWN"
     with pytest.raises(ValidationError) as e:  # the manifest's cells need Tenure and Marital
-        identification_risk(y, syn, known=["Age", "Urban"], selection="release",
-                            progressbar=False)
+        identification_risk(y, syn, known=["Age", "Urban"],
+                            population=PopulationSpec(selection="release"), progressbar=False)
     assert e.value.code == "SELECTION_NOT_KNOWN"
     with pytest.raises(ValidationError, match="records themselves"):
-        identification_risk(Y, [Z], selection="independent", **kw)
+        identification_risk(Y, [Z], population=PopulationSpec(selection="independent"), **kw)
     # the forms named are identification's ('independent' is membership's, refused above), and
     # the rule's columns are named as given (not "the model's columns")
     with pytest.raises(ValidationError, match="give 'release'.*the selected records, a rule") as e:
-        identification_risk(Y, [Z], selection=" ", **kw)
+        identification_risk(Y, [Z], population=PopulationSpec(selection=" "), **kw)
     assert "independent" not in str(e.value)
     with pytest.raises(ValidationError, match=r"on the columns \['sex', 'age'\]") as e:
-        identification_risk(Y, [Z], selection="age >= 45 and 1/", **kw)
+        identification_risk(Y, [Z], population=PopulationSpec(selection="age >= 45 and 1/"), **kw)
     assert "model" not in str(e.value)
     with pytest.raises(NotSupportedError) as e:
         identification_risk(Y.assign(age=[30.0, np.nan, 45, 30, 33, 52, 55]),
                             [Z.assign(age=[30.0, np.nan, 44, 30, 33, 30, 51])],
-                            selection=[2, 5, 6], **kw)
+                            population=PopulationSpec(selection=[2, 5, 6]), **kw)
     assert e.value.code == "SELECTION_MISSING_KNOWN"
     counts = pd.DataFrame({"sex": ["M", "F"], "age": [30, 30], "F": [5, 5]})
     for given in (counts, "loglinear_original"):
         with pytest.raises(NotSupportedError) as e:
-            identification_risk(Y, [Z], selection=[2, 5, 6], population=PopulationSpec(
-                membership="unknown", counts=given, sampling_fraction=0.5), **kw)
+            identification_risk(Y, [Z], population=PopulationSpec(
+                membership="unknown", counts=given, sampling_fraction=0.5, selection=[2, 5, 6]),
+                **kw)
         assert e.value.code == "SELECTION_NOT_SUPPORTED"
 
 
@@ -265,7 +268,8 @@ def test_command_line(pmm_release, tmp_path, capsys):
         assert s["settings"]["selection"]["n_selected"] == int(syn.synthesized_records.sum())
     api = identification_risk(y, syn, known=["Age", "Urban", "Tenure", "Marital"],
                               synthesized=["Urban", "Tenure", "Marital"],
-                              categorical=["Urban", "Tenure", "Marital"], selection="release",
+                              categorical=["Urban", "Tenure", "Marital"],
+                              population=PopulationSpec(selection="release"),
                               aggregation="per_dataset", progressbar=False)
     assert s["summary"]["expected_match_risk"] == pytest.approx(
         api.file["expected_match_risk"], abs=TOL)
@@ -292,7 +296,8 @@ def test_posterior_replicates():
     syn = model.synthesize(2, random_seed=4)
     known = ["Age", "Urban", "Marital", "Income"]
     res = identification_risk(
-        y, syn, known=known, synthesized=["Income"], schema=schema, selection=rule,
+        y, syn, known=known, synthesized=["Income"], schema=schema,
+        population=PopulationSpec(selection=rule),
         match=MatchSpec(radius={"Income": 0.1}), progressbar=False,
         replicates=PosteriorReplicates(model, n=6, batch_size=3, random_seed=5))
     assert res.file["n_replicates"] == 6
@@ -332,7 +337,8 @@ def test_audit_line_given_the_selection(pmm_release, tmp_path):
         res = identification_risk(
             y, syn, known=["Age", "Urban", "Tenure", "Marital"],
             synthesized=["Urban", "Tenure", "Marital"],
-            categorical=["Urban", "Tenure", "Marital"], selection=syn.synthesized_records,
+            categorical=["Urban", "Tenure", "Marital"],
+            population=PopulationSpec(selection=syn.synthesized_records),
             match=MatchSpec(radius={c: r for c, r in radius.items() if r} or None,
                             fallback="none" if agg == "per_dataset" else None),
             aggregation=agg, progressbar=False)

@@ -137,8 +137,8 @@ def _pairs_check(max_order):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataWarning)
         r = pmse(orig, syn, categorical=CE_CATEGORICAL,
-                 synthesized=["Income"], null="pairs",
-                 propensity=PropensitySpec(method="logit", max_order=max_order))
+                 synthesized=["Income"],
+                 propensity=PropensitySpec(method="logit", max_order=max_order, null="pairs"))
     np.testing.assert_allclose(r.pmse, ref["pMSE"].to_numpy(), rtol=1e-8)
     np.testing.assert_allclose(r.ratio, ref["S_pMSE"].to_numpy(), rtol=1e-8)
     assert r.null_pmse.shape == (190,)
@@ -172,8 +172,8 @@ def test_identical_data_give_zero_pmse_both_methods():
     np.testing.assert_allclose(r.pmse, 0, atol=1e-20)
     assert "DUPLICATE_DATASETS" in r.warnings
     with pytest.warns(DataWarning, match="DUPLICATE_DATASETS"):
-        c = pmse(d, [d, d], categorical=["b"], n_perm=5, random_seed=1,
-                 propensity=PropensitySpec(method="cart"))
+        c = pmse(d, [d, d], categorical=["b"], random_seed=1,
+                 propensity=PropensitySpec(method="cart", n_perm=5))
     np.testing.assert_allclose(c.pmse, 0, atol=1e-20)
 
 
@@ -200,10 +200,10 @@ def test_perm_null_reproducible_and_halved():
     rng = np.random.default_rng(6)
     o = _mixed(150, rng)
     zs = [_mixed(150, rng) for _ in range(2)]
-    r1 = pmse(o, zs, null="perm", n_perm=8, random_seed=11, categorical=["b"],
-              propensity=PropensitySpec(method="cart"))
-    r2 = pmse(o, zs, null="perm", n_perm=8, random_seed=11, categorical=["b"],
-              propensity=PropensitySpec(method="cart"))
+    r1 = pmse(o, zs, random_seed=11, categorical=["b"],
+              propensity=PropensitySpec(method="cart", null="perm", n_perm=8))
+    r2 = pmse(o, zs, random_seed=11, categorical=["b"],
+              propensity=PropensitySpec(method="cart", null="perm", n_perm=8))
     np.testing.assert_array_equal(r1.pmse, r2.pmse)
     np.testing.assert_array_equal(r1.null_pmse, r2.null_pmse)
     assert r1.null_pmse.shape == (2, 8) and r1.null == "perm"
@@ -212,8 +212,8 @@ def test_perm_null_reproducible_and_halved():
     assert r1.nnosplits is not None and r1.nnosplits[1] == 16
     assert r1.k.tolist() == [-1, -1]
     # a permutation null is also available for the logistic model (synthpop allows it)
-    lg = pmse(o, zs, null="perm", n_perm=8, random_seed=2,
-              propensity=PropensitySpec(method="logit", max_order=0))
+    lg = pmse(o, zs, random_seed=2,
+              propensity=PropensitySpec(method="logit", max_order=0, null="perm", n_perm=8))
     assert lg.null == "perm" and np.all(lg.e0 > 0) and lg.null_pmse.shape == (2, 8)
 
 
@@ -230,7 +230,7 @@ def test_auto_null_for_cart_incomplete_is_pairs():
     ("kwargs", "match"),
     [
         ({"method": "forest"}, "PropensitySpec.method must be one of"),
-        ({"null": "bootstrap"}, "null must be one of"),
+        ({"null": "bootstrap"}, "PropensitySpec.null must be one of"),
         ({"method": "cart", "null": "theory"}, "needs a parametric"),
         ({"null": "perm", "synthesized": ["x"]}, "complete synthesis only"),
         ({"null": "pairs"}, "needs m >= 2"),
@@ -238,7 +238,7 @@ def test_auto_null_for_cart_incomplete_is_pairs():
         ({"min_leaf": 0}, "PropensitySpec.min_leaf must be"),
         ({"cp": -1.0}, "PropensitySpec.cp must be"),
         ({"columns": "x"}, "PropensitySpec.columns must be a non-empty sequence of column names"),
-        ({"n_perm": 1}, "n_perm must be"),
+        ({"n_perm": 1}, "PropensitySpec.n_perm must be"),
         ({"incomplete": True}, "needs the synthesized columns"),
         ({"method": "cart", "synthesized": ["x"]}, "needs the 'pairs' null"),
     ],
@@ -246,7 +246,7 @@ def test_auto_null_for_cart_incomplete_is_pairs():
 def test_argument_errors(kwargs, match):
     d = _mixed(50, np.random.default_rng(8))
     fields = {"method", "max_order", "columns", "cp", "min_leaf", "min_split", "max_depth",
-              "max_iter"}
+              "max_iter", "null", "n_perm"}
     spec = {k: kwargs.pop(k) for k in list(kwargs) if k in fields}
     with pytest.raises(ValidationError, match=match):
         pmse(d, d, propensity=PropensitySpec(**spec), **kwargs)
@@ -305,9 +305,8 @@ def test_pmse_bounds(orig, syn, method):
     z = SyntheticData([pd.DataFrame(syn, columns=["a", "b"])]).declare_recoded(["a", "b"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        r = pmse(o, z, categorical=["a", "b"], n_perm=2,
-                 random_seed=0,
-                 propensity=PropensitySpec(method=method, max_order=1))
+        r = pmse(o, z, categorical=["a", "b"], random_seed=0,
+                 propensity=PropensitySpec(method=method, max_order=1, n_perm=2))
     c = r.c[0]
     # p̂ ∈ [0, 1] with mean c (intercept / leaf means) ⇒ 0 ≤ pMSE = var(p̂) ≤ c(1 − c)
     assert 0 <= r.pmse[0] <= c * (1 - c) + 1e-12

@@ -52,14 +52,14 @@ def attacks_step(ctx: StepContext) -> StepOutcome:
     (:func:`~bayes_risk.attacks.run.attacks_run`), with the audit's seed and settings
     (:data:`~bayes_risk.auditing.plan.ATTACK_OPTIONS`); inference of each synthesized column
     from every other column."""
+    from bayes_risk._attack_specs import GuessSpec, PredicateSpec
     from bayes_risk.attacks.run import attacks_run
 
     p = ctx.plan
     opts = ATTACK_OPTIONS
     # the intruder who knows every other column of a target: anonymeter's usual setting, and
     # that of the Bayesian attribute risk (a column left as released is not a secret)
-    inference = ({"secret": p.synthesized, "tolerance": opts["tolerance"]}
-                 if p.synthesized and len(ctx.schema) > 1 else None)
+    inference = ({"secret": p.synthesized} if p.synthesized and len(ctx.schema) > 1 else None)
     linkability, why_not = None, None
     if p.linkability_columns is None:
         why_not = ("every column is known to the intruder, so no second table is left to link "
@@ -69,7 +69,8 @@ def attacks_step(ctx: StepContext) -> StepOutcome:
                        "n_neighbors": int(opts["n_neighbors"])}
     run = attacks_run(ctx.original, ctx.synthetic, holdout=ctx.holdout, schema=ctx.schema,
                       random_seed=p.random_seed,
-                      singling_out={"n_cols": int(min(opts["n_cols"], len(ctx.schema)))},
+                      predicates=PredicateSpec(n_cols=int(min(opts["n_cols"], len(ctx.schema)))),
+                      guess=GuessSpec(tolerance=opts["tolerance"]),
                       linkability=linkability, inference=inference,
                       n_attacks=int(opts["n_attacks"]))
     folder = step_folder(ctx, "attacks")

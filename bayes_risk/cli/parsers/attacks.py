@@ -10,10 +10,12 @@ from bayes_risk._attack_specs import (
     INFERENCE_ARGUMENTS,
     LINKABILITY_ARGUMENTS,
     SINGLING_OUT_ARGUMENTS,
+    GuessSpec,
+    PredicateSpec,
 )
 from bayes_risk.cli._common import add_input_arguments, add_run_arguments, add_type_arguments
 from bayes_risk.cli._runner import Run
-from bayes_risk.cli.parsers import add_argument_options
+from bayes_risk.cli.parsers import add_argument_options, add_spec_options
 
 __all__ = ["add_parser", "RUN"]
 
@@ -37,6 +39,7 @@ def _check(args: argparse.Namespace) -> None:
 #: attacks_run of ORIGINAL, SYN and --holdout: the attacks given, each with its own options (no
 #: record paired with a row: ORIGINAL in another row order is the release's)
 RUN = Run("bayes_risk.attacks.run:attacks_run", check=_check, arguments=(ATTACK_ARGUMENTS,),
+          specs={"predicates": PredicateSpec, "guess": GuessSpec},
           argument_groups={"singling_out": SINGLING_OUT_ARGUMENTS,
                            "linkability": LINKABILITY_ARGUMENTS,
                            "inference": INFERENCE_ARGUMENTS},
@@ -100,9 +103,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="records of the same population that the synthesis did not use "
                    "(anonymeter's control set; a file of any format ORIGINAL takes), ideally as "
                    "many as ORIGINAL")
-    # the attacks' arguments, declared with their checks by the library
-    add_argument_options(p, SINGLING_OUT_ARGUMENTS, LINKABILITY_ARGUMENTS, INFERENCE_ARGUMENTS,
-                         ATTACK_ARGUMENTS)
+    # the attacks' arguments and settings, declared with their checks by the library
+    add_argument_options(p, SINGLING_OUT_ARGUMENTS)
+    add_spec_options(p, PredicateSpec)
+    add_argument_options(p, LINKABILITY_ARGUMENTS, INFERENCE_ARGUMENTS)
+    add_spec_options(p, GuessSpec)
+    add_argument_options(p, ATTACK_ARGUMENTS)
     add_type_arguments(p)
     add_run_arguments(p, RUN,
                       "singling_out.csv, linkability.csv, summary.json and plots",

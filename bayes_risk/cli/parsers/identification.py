@@ -91,6 +91,8 @@ def _population(args: argparse.Namespace, read: dict[str, Any]) -> Any:
     from bayes_risk.data.synthetic import sampled_records
 
     values = spec_values(PopulationSpec, vars(args))
+    if "selection" in values:
+        values["selection"] = _selection(args, read)
     counts = values.get("counts")
     if isinstance(counts, str) and counts.startswith("true:"):
         values["counts"] = read_table(counts.split(":", 1)[1])
@@ -180,7 +182,7 @@ RUN = Run(
     reads=(("schema", lambda args, v: _common.release_schema(v["original"], v["synthetic"], args)
             # the manifest's roles and types (Urban, Marital as categories: no radius)
             or v["synthetic"].schema),
-           ("population", _population), ("selection", _selection),
+           ("population", _population),
            ("replicates", _replicates),
            # the command writes no pooled probabilities: the run keeps none (its memory, the
            # sweep's) unless the replicates or the records per dataset need them
@@ -197,7 +199,7 @@ RUN = Run(
            ("known_sweep", lambda args, v: args.known_sweep or None),
            ("max_size", lambda args, v: args.max_size),
            ("records", lambda args, v: args.records_output),
-           ("free_inputs", lambda args, v: True), "progressbar"),
+           "progressbar"),
     inputs=("original", "synthetic", "targets?"), files=_files, dask=True, hand_over=True,
     dpi=120)
 

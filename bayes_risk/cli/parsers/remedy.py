@@ -11,8 +11,8 @@ from bayes_risk.cli._common import (
     add_run_arguments,
 )
 from bayes_risk.cli._runner import Run
-from bayes_risk.cli.parsers import add_argument_options
-from bayes_risk.disclosure.specs import SDC_ARGUMENTS, SDCMICRO_ARGUMENTS
+from bayes_risk.cli.parsers import add_argument_options, add_spec_options
+from bayes_risk.disclosure.specs import SDC_ARGUMENTS, SDCMICRO_ARGUMENTS, SdcMicroSpec
 
 __all__ = ["add_parser", "RUN"]
 
@@ -38,6 +38,7 @@ def _text(res: Any, args: argparse.Namespace) -> str:
 #: remedy_run of ORIGINAL and SYN, the release saved in --format (ORIGINAL in another row order
 #: is the release's: no remedy pairs a record with a row)
 RUN = Run("bayes_risk.disclosure.remedy:remedy_run", check=_check,
+          specs={"sdcmicro_settings": SdcMicroSpec},
           argument_groups={"synthpop": SDC_ARGUMENTS, "sdcmicro_options": SDCMICRO_ARGUMENTS},
           reads=("random_seed",), text=_text,
           save=lambda res, args, folder: res.save(folder, file_format=args.file_format),
@@ -88,8 +89,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                               epilog=_EPILOG,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     add_input_arguments(p, " (the uniques to remove are found against it)", recoded=True)
-    # sdc's and sdcmicro's arguments, declared by the library
+    # sdc's and sdcmicro's arguments and sdcmicro's settings, declared by the library
     add_argument_options(p, SDC_ARGUMENTS, SDCMICRO_ARGUMENTS)
+    add_spec_options(p, SdcMicroSpec)
     add_format_argument(p)
     add_run_arguments(p, RUN,
                       "the post-processed release (a SyntheticData folder)",

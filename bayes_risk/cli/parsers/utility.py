@@ -69,8 +69,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                               epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_input_arguments(p, recoded=True)
     add_type_arguments(p)
-    add_argument_options(p, UTILITY_ARGUMENTS)  # utility_summary's, declared by the library
-    add_spec_options(p, PropensitySpec, OverlapSpec)
+    # utility_summary's arguments and specs, declared by the library
+    add_spec_options(p, PropensitySpec)
+    add_argument_options(p, UTILITY_ARGUMENTS)
+    add_spec_options(p, OverlapSpec)
     add_run_arguments(p, RUN,
                       "summary.json, overlap.csv, tables.csv, marginals.csv, quality.csv, "
                       "quality_pairs.csv and comparison.csv",
