@@ -1,6 +1,7 @@
 """The audit report's figures are drawn once per result: a second report (HTML or Markdown, as
 ``bayes-risk audit`` writes both) reuses their PNGs, byte for byte what drawing them again gives,
-and a result that changed draws them again."""
+and a result that changed draws them again. The verdict lines, which the reports, the printed
+verdict and ``summary.json`` read about a hundred times, are computed once in the same way."""
 
 from __future__ import annotations
 
@@ -327,3 +328,41 @@ def _plugin_result():
         warnings.simplefilter("ignore")
         return br.attribute_risk(ce, syn, model=CARTPlugin(cart, ce), records=range(5),
                                  random_seed=3, progressbar=False)
+
+
+def test_verdict_lines_are_computed_once_per_state_of_the_result(audited, monkeypatch, tmp_path):
+    """The reports, the status and the headline read the lines computed once; another plan,
+    threshold set, steps list or step, or a step's status, result, extra, reason or warnings
+    changed in place computes them again (the lines of the changed result, not the old ones)."""
+    from bayes_risk.auditing import result as result_module
+
+    calls = []
+    real = result_module.verdict_lines
+
+    def counting(plan, steps):
+        calls.append(1)
+        return real(plan, steps)
+
+    monkeypatch.setattr(result_module, "verdict_lines", counting)
+    res = copy.copy(audited)
+    res.steps = [copy.copy(st) for st in audited.steps]
+    res.to_html(tmp_path / "r.html")
+    res.to_markdown(tmp_path / "r.md")
+    lines = (res.verdicts, res.baselines, res.status, res.headline)
+    assert len(calls) == 1
+    for change in (
+        lambda r: setattr(r, "plan", copy.copy(r.plan)),
+        lambda r: setattr(r.plan, "thresholds", br.Thresholds.parse({"s_pmse": 0.0})),
+        lambda r: setattr(r, "steps", list(r.steps)),
+        lambda r: r.steps.__setitem__(0, copy.copy(r.steps[0])),
+        *(lambda r, a=a: setattr(r.steps[0], a, copy.copy(getattr(r.steps[0], a)))
+          for a in ("result", "extra", "warnings")),
+        lambda r: setattr(r.steps[0], "reason", "changed"),
+    ):
+        calls.clear()
+        change(res)
+        _ = res.verdicts, res.baselines, res.status, res.headline
+        assert len(calls) == 1
+    # the lines are the changed result's: its threshold of 0 decides the S_pMSE line
+    assert not any(v.exceeds for v in lines[0] if v.threshold_name == "s_pmse")
+    assert any(v.exceeds for v in res.verdicts if v.threshold_name == "s_pmse")
