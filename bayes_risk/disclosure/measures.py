@@ -19,7 +19,7 @@ from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.provenance import duplicate_codes
 from bayes_risk.data.schema import Schema
-from bayes_risk.data.validate import require_frame
+from bayes_risk.data.validate import require_distinct, require_frame
 from bayes_risk.disclosure._encode import (
     MISSING_LABEL,
     EncodedVar,
@@ -57,10 +57,7 @@ _COMPAT = (None, "synthpop")
 def _check_names(keys: Any, target: Any) -> tuple[list[str], str]:
     if isinstance(keys, str):
         keys = [keys]
-    keys = list(check_value(keys, COLUMN_NAMES, "keys"))
-    dup = sorted({k for k in keys if keys.count(k) > 1})
-    if dup:
-        raise ValidationError(f"keys contain duplicated column(s) {dup}.")
+    keys = require_distinct(check_value(keys, COLUMN_NAMES, "keys"), "keys")
     check_value(target, InstanceOf(str, "one column name"), "target")
     if target in keys:
         raise ValidationError(f"target {target!r} is also among the keys; it cannot be both.")
@@ -539,12 +536,8 @@ def replicated_uniques(
     """
     check_value(compat, Options(_COMPAT, listed=True), "compat")
     require_frame(original, "original")
-    keys = list(original.columns) if keys is None else list(keys)
-    if not keys:
-        raise ValidationError("keys must name at least one column.")
-    dup = sorted({k for k in keys if keys.count(k) > 1})
-    if dup:
-        raise ValidationError(f"keys contain duplicated column(s) {dup}.")
+    keys = (list(original.columns) if keys is None
+            else require_distinct(check_value(keys, COLUMN_NAMES, "keys"), "keys"))
     # record i is never paired with row i: the same records in another order are the same
     datasets, source = as_synthetic_list(synthetic, original=original, row_order=False)
     carried = None if source is None else source.schema

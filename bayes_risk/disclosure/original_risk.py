@@ -17,7 +17,7 @@ import pandas as pd
 from bayes_risk._constraints import COLUMN_NAMES, Interval, SequenceOf, check_params, check_value
 from bayes_risk._specs import argument_checks
 from bayes_risk.data.schema import did_you_mean
-from bayes_risk.data.validate import require_frame
+from bayes_risk.data.validate import require_distinct, require_frame
 from bayes_risk.disclosure.specs import ORIGINAL_RISK_ARGUMENTS
 from bayes_risk.exceptions import (
     CALLER,
@@ -51,13 +51,9 @@ DIS_INTERVALS = ("== 0", "(0.0, 0.1]", "(0.1, 0.2]", "(0.2, 0.3]", "(0.3, 0.4]",
 def _names(value: Any, argument: str, *, required: bool) -> list[str]:
     if value is None and not required:
         return []
-    names = list(check_value([value] if isinstance(value, str) else value,
-                             SequenceOf(COLUMN_NAMES.item, "column names", min_len=int(required)),
-                             argument))
-    dup = sorted({k for k in names if names.count(k) > 1})
-    if dup:
-        raise ValidationError(f"{argument} contain duplicated column(s) {dup}.")
-    return names
+    return require_distinct(check_value(
+        [value] if isinstance(value, str) else value,
+        SequenceOf(COLUMN_NAMES.item, "column names", min_len=int(required)), argument), argument)
 
 
 def _check(original: Any, keys: list[str], sensitive: list[str], method: Any, max_size: Any,

@@ -14,7 +14,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import Interval, Options, SequenceOf, check_value
+from bayes_risk._constraints import Interval, Options, SequenceOf, check_value, check_vector
 from bayes_risk._numeric import ties
 from bayes_risk._terminal import progress, say
 from bayes_risk.exceptions import CALLER, DataWarning, ValidationError, interruptible
@@ -683,12 +683,7 @@ def _grid(radii: Any, max_grid: int, radius: Any) -> tuple[np.ndarray, list[str]
     grid_cols = None
     if isinstance(radii, Mapping):
         grid_cols = [str(c) for c in radii]
-        axes = []
-        for c in grid_cols:
-            v = np.asarray(list(radii[c]), dtype=np.float64).ravel()
-            if v.size == 0:
-                raise ValidationError(f"radii for column {c!r} are empty.")
-            axes.append(np.sort(v))
+        axes = [np.sort(check_vector(radii[c], _RADII, f"radii[{c!r}]")) for c in grid_cols]
         B = int(np.prod([len(a) for a in axes]))
         if B > max_grid:
             raise ValidationError(
@@ -700,15 +695,15 @@ def _grid(radii: Any, max_grid: int, radius: Any) -> tuple[np.ndarray, list[str]
         for c, a in zip(grid_cols, axes, strict=False):
             base[c] = float(a[0])
     else:
-        grid = np.sort(np.asarray(list(radii), dtype=np.float64).ravel())
-        if grid.size == 0:
-            raise ValidationError("radii is empty.")
-        if grid.size > max_grid:
-            raise ValidationError(f"{grid.size} radii given (> max_grid={max_grid}).")
+        grid = np.sort(check_vector(radii, SequenceOf(
+            _RADII.item, f"finite numbers >= 0 (max_grid={max_grid})", max_len=max_grid),
+            "radii"))
         base = float(grid[0]) if radius is None else radius
-    if np.any(~np.isfinite(grid)) or np.any(grid < 0):
-        raise ValidationError("radii must be finite numbers >= 0.")
     return grid, grid_cols, base
+
+
+#: the radii of one column of a sweep
+_RADII = SequenceOf(Interval(float, 0), "finite numbers >= 0")
 
 
 def _swept_columns(rule: MatchRule, grid_cols: list[str] | None, columns: Any) -> tuple:

@@ -19,7 +19,7 @@ from bayes_risk._terminal import progress
 from bayes_risk.contract import ModelInfo
 from bayes_risk.data.schema import SCHEMA, Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData
-from bayes_risk.data.validate import require_frame, validate_table
+from bayes_risk.data.validate import require_frame, require_synthesized, validate_table
 from bayes_risk.exceptions import CALLER, ConvergenceWarning, DataWarning, ValidationError
 from bayes_risk.models.base import FittedAttribute, synthesized_columns
 from bayes_risk.models.persistence import saved_array
@@ -233,10 +233,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         given = self.predictors or {}
         preds = {c: schema.check_columns(list(given[c]), f"predictors[{c!r}]") if c in given
                  else [x for x in schema.names if x != c] for c in syn}
-        for c in given:
-            if c not in syn:
-                raise ValidationError(
-                    f"predictors: column {c!r} is not synthesized (synthesized: {syn}).")
+        require_synthesized(given, syn, "predictors")
         self._keep_fitted_table(data, schema)
         data = self._data
         cells = sensitive_cells(data, ivs, int(self.threshold))
@@ -272,10 +269,8 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         if c is None:
             return out
         if isinstance(c, Mapping):
+            require_synthesized(c, syn, "constraints")
             for k, v in c.items():
-                if k not in syn:
-                    raise ValidationError(
-                        f"constraints: column {k!r} is not synthesized (synthesized: {syn}).")
                 out[k] = list(v) if isinstance(v, (list, tuple)) else [v]
         else:
             fs = [c] if callable(c) else list(c)
