@@ -180,6 +180,9 @@ ENTRIES: dict[str, Callable[..., Any]] = {
                                              add_noise=["Income", "Expenditure"],
                                              local_suppression=["Marital"], **bad),
     "bayes_risk.privacy._ARGUMENT_CHECKS": lambda d, **bad: _privacy(**bad),
+    "bayes_risk.disclosure.measures._CHECKS":
+        lambda d, **bad: bayes_risk.disclosure_measures(d, [d], keys=["Urban", "Marital"],
+                                                        target="Tenure", **bad),
     # the models' settings tables: each model's settings, checked by its constructor or fit
     "bayes_risk.models._bayesian.sampling._SETTINGS":
         lambda d, **bad: _fit("DPMultinomial", d, _CATEGORICAL, alpha=1.0, **bad),

@@ -14,10 +14,11 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import COLUMN_NAMES, Interval, SequenceOf, check_params, check_value
+from bayes_risk._constraints import Interval, check_params, check_value
 from bayes_risk._specs import argument_checks
 from bayes_risk.data.schema import did_you_mean
-from bayes_risk.data.validate import require_distinct, require_frame
+from bayes_risk.data.validate import require_frame
+from bayes_risk.disclosure._encode import column_names
 from bayes_risk.disclosure.specs import ORIGINAL_RISK_ARGUMENTS
 from bayes_risk.exceptions import (
     CALLER,
@@ -46,14 +47,6 @@ MAX_SUBSETS = 1 << 16
 #: sdcMicro's print of a suda2 result: the intervals of the DIS score
 DIS_INTERVALS = ("== 0", "(0.0, 0.1]", "(0.1, 0.2]", "(0.2, 0.3]", "(0.3, 0.4]", "(0.4, 0.5]",
                  "(0.5, 0.6]", "(0.6, 0.7]", "> 0.7")
-
-
-def _names(value: Any, argument: str, *, required: bool) -> list[str]:
-    if value is None and not required:
-        return []
-    return require_distinct(check_value(
-        [value] if isinstance(value, str) else value,
-        SequenceOf(COLUMN_NAMES.item, "column names", min_len=int(required)), argument), argument)
 
 
 def _check(original: Any, keys: list[str], sensitive: list[str], method: Any, max_size: Any,
@@ -385,13 +378,7 @@ def _weights(weights: Any, original: pd.DataFrame) -> np.ndarray:
     """The survey weights (a column's name, or one per record), positive and finite."""
     from bayes_risk.identification.population import _weight_vector
 
-    w = _weight_vector(weights, original)
-    bad = np.flatnonzero(~np.isfinite(w) | (w <= 0))
-    if bad.size:
-        raise ValidationError(
-            f"weights must be positive and finite; weight {int(bad[0])} is "
-            f"{float(w[bad[0]])!r} ({bad.size} such weight(s)).")
-    return w
+    return _weight_vector(weights, original)
 
 
 def _k_anonymity(f: np.ndarray, F: np.ndarray | None, k: int) -> dict[str, Any]:
@@ -480,8 +467,8 @@ def original_risk(
     >>> r.records["suda_score"].tolist()
     [0.0, 0.0, 0.0, 8.0, 6.0, 4.0, 8.0, 0.0]
     """
-    keys = _names(keys, "keys", required=True)
-    sens = _names(sensitive, "sensitive", required=False)
+    keys = column_names(keys, "keys")
+    sens = column_names(sensitive, "sensitive", required=False)
     k_anonymity = [int(k) if isinstance(k, (int, np.integer)) and not isinstance(k, bool) else k
                    for k in k_anonymity]
     _check(original, keys, sens, method, max_size, dis_fraction, recursive_c, k_anonymity,
