@@ -397,12 +397,8 @@ class SequentialRegression(BayesianSynthesizer):
         (see :meth:`from_posterior`)."""
         self._resolve_structure(schema)
         arrays: dict[str, np.ndarray] = {}
+        require_synthesized(posterior, self.order_, "posterior", code="POSTERIOR_INVALID")
         for c, val in posterior.items():
-            if c not in self.order_:
-                raise ValidationError(
-                    f"posterior: {c!r} is not a synthesized column of the chain {self.order_}.",
-                    code="POSTERIOR_INVALID"
-                )
             arrays.update(_posterior.draws_from_user(c, val, self.families_[c], self.designs_[c]))
         missing = [c for c in self.order_ if not any(k.startswith(c + NAME_SEP) for k in arrays)]
         if missing:
