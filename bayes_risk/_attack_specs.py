@@ -54,7 +54,7 @@ SINGLING_OUT_ARGUMENTS: dict[str, dict[str, Any]] = {
         group="singling out") | checked(Interval(int, 1)),
     "columns": cli_option(
         "--columns", "columns the predicates may use (default: every column)", nargs="+",
-        metavar="COL", group="singling out"),
+        metavar="COL", group="singling out") | checked([COLUMN_NAMES, None]),
     "max_attempts": cli_option(
         "--max-attempts", "multivariate candidates tried at most per dataset (default 10000000, "
         "anonymeter's)", type=int, metavar="N", group="singling out")

@@ -118,15 +118,12 @@ def compare_visit_orders(
             f"Got {type(synthesizer).__name__}.")
     require_frame(original, "original")
     ords = _check_orders(orders)
-    missing = [c for c in ords[0] if c not in original.columns]
-    if missing:
-        raise ValidationError(f"orders name column(s) {missing} that are not in the original data.",
-                              code="UNKNOWN_COLUMN")
     known = list(ords[0]) if known is None else known_names(known)
-    bad = [c for c in known if c not in original.columns]
-    if bad:
-        raise ValidationError(f"known names column(s) {bad} that are not in the original data.",
-                              code="UNKNOWN_COLUMN")
+    for argument, names in (("orders", ords[0]), ("known", known)):
+        missing = [c for c in names if c not in original.columns]
+        if missing:
+            raise ValidationError(f"{argument}: column(s) {missing} are not in the original "
+                                  "data.", code="UNKNOWN_COLUMN")
     ku = [c for c in known if c not in ords[0]]
     ks = [c for c in known if c in ords[0]]
     id_kw = dict(identification or {})

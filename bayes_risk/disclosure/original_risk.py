@@ -16,6 +16,7 @@ import pandas as pd
 
 from bayes_risk._constraints import Interval, check_params, check_value
 from bayes_risk._specs import argument_checks
+from bayes_risk.data.normalise import check_not_empty
 from bayes_risk.data.schema import did_you_mean
 from bayes_risk.data.validate import require_frame
 from bayes_risk.disclosure._encode import column_names
@@ -52,10 +53,8 @@ DIS_INTERVALS = ("== 0", "(0.0, 0.1]", "(0.1, 0.2]", "(0.2, 0.3]", "(0.3, 0.4]",
 def _check(original: Any, keys: list[str], sensitive: list[str], method: Any, max_size: Any,
            dis_fraction: Any, recursive_c: Any, k_anonymity: Any, compat: Any,
            weights: Any) -> None:
-    require_frame(original, "original")
-    if len(original) == 0:
-        raise ValidationError("original has no records; expected at least one.",
-                              code="EMPTY_TABLE")
+    check_not_empty(require_frame(original, "original"), "original",
+                    "the risks are those of its records")
     for argument, cols in (("keys", keys), ("sensitive", sensitive),
                            ("weights", [weights] if isinstance(weights, str) else [])):
         absent = [c for c in cols if c not in original.columns]

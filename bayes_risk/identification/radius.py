@@ -98,10 +98,7 @@ def radius_sweep(
     """
     check_value(statistic, Options(("mean", "median"), listed=True), "statistic")
     options = sweep_options(kwargs, SWEEP_DEFAULTS, "radius_sweep")
-    match = options["match"]
-    if match.radius_type == "quantile_sd":
-        raise ValidationError("a radius sweep needs radius_type 'percentage' or 'absolute'.",
-                              code="INVALID_ARGUMENT")
+    match = _searchable(options["match"], "a radius sweep")
     cartesian = isinstance(radii, Mapping)
     grid, grid_cols, base = _grid(radii, max_grid, match.radius)
     known_us, known_s = known_columns(original, synthetic, known, synthesized,
@@ -299,6 +296,14 @@ def radius_search(
     return res.with_search_warnings()
 
 
+def _searchable(match: Any, what: str) -> Any:
+    """``match``, whose radius type a sweep or search of radii can vary (``what`` names it)."""
+    if match.radius_type == "quantile_sd":
+        raise ValidationError(f"{what} needs radius_type 'percentage' or 'absolute'.",
+                              code="INVALID_ARGUMENT")
+    return match
+
+
 def _check_search(match: MatchRule, radii: Any, refine: Any) -> tuple[float, ...]:
     """The radii searched (:func:`_search_values`), once ``match`` leaves every radius to the
     search with a radius type that can be searched, and ``refine`` is a count of points."""
@@ -307,9 +312,7 @@ def _check_search(match: MatchRule, radii: Any, refine: Any) -> tuple[float, ...
             "radius_search sets every radius itself; give the radii to search as radii=[...] "
             f"and leave match.radius unset. Got match.radius={match.radius!r}.",
             code="OPTION_CONFLICT")
-    if match.radius_type == "quantile_sd":
-        raise ValidationError("a radius search needs radius_type 'percentage' or 'absolute'.",
-                              code="INVALID_ARGUMENT")
+    _searchable(match, "a radius search")
     values = _search_values(radii)
     check_value(refine, Interval(int, 0), "refine")
     return values

@@ -22,6 +22,7 @@ from bayes_risk._rng import RandomSeed, seed_to_json, spawn
 from bayes_risk._specs import is_default
 from bayes_risk.data.fingerprint import fingerprint_problem, fingerprint_record
 from bayes_risk.data.levels import drop_unused_levels
+from bayes_risk.data.normalise import check_not_empty
 from bayes_risk.data.provenance import model_id
 from bayes_risk.data.schema import SCHEMA, Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
@@ -341,9 +342,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
     ) -> tuple[pd.DataFrame, Schema]:
         """Validate the confidential table and settle its schema and roles (none: all
         synthesized); ``fitting`` drops levels no record holds (``UNUSED_LEVEL``)."""
-        require_frame(data, 'data')
-        if len(data) == 0:
-            raise ValidationError("data has no records.", code="EMPTY_TABLE")
+        check_not_empty(require_frame(data, "data"), "data", "a model is fitted to records")
         data = data.copy()
         data.columns = [str(c) for c in data.columns]
         if check_value(schema, [SCHEMA, None], "schema") is None:
