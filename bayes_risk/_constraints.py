@@ -27,7 +27,8 @@ from typing import Any, Literal
 from bayes_risk.exceptions import ValidationError
 
 __all__ = ["Interval", "Options", "Flag", "InstanceOf", "SequenceOf", "COLUMN_NAMES", "Constraint",
-           "checked", "check_value", "check_vector", "check_params", "check_fields"]
+           "checked", "check_value", "check_vector", "check_params", "check_fields",
+           "check_keywords"]
 
 
 @dataclass(frozen=True)
@@ -317,6 +318,24 @@ def check_params(values: Any, constraints: Mapping[str, Constraint], *,
     get = values.__getitem__ if isinstance(values, Mapping) else partial(getattr, values)
     return {name: check_value(get(name), c, f"{owner}{name}", code=code)
             for name, c in constraints.items()}
+
+
+def check_keywords(given: Any, allowed: Any, owner: str) -> None:
+    """Nothing when every name of ``given`` (the keywords a function passes on) is one of
+    ``allowed``; else "unknown argument(s) for ``owner``" naming them.
+
+    Examples
+    --------
+    >>> check_keywords({"radius": 1}, ["radius", "schema"], "radius_sweep")
+    >>> check_keywords({"radious": 1}, ["radius"], "radius_sweep")
+    Traceback (most recent call last):
+    ...
+    bayes_risk.exceptions.ValidationError: unknown argument(s) for radius_sweep: ['radious'].
+    """
+    unknown = sorted(set(given) - set(allowed))
+    if unknown:
+        raise ValidationError(f"unknown argument(s) for {owner}: {unknown}.",
+                              code="INVALID_ARGUMENT")
 
 
 def checked(constraint: Constraint, *, label: str | None = None,

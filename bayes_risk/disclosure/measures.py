@@ -385,7 +385,8 @@ def disclosure_measures(
     """
     keys, target = _check_names(keys, target)
     ex = as_spec(exclude, ExclusionSpec, "exclude")
-    ngroups = check_params(locals(), _CHECKS)["ngroups_target"] or None
+    ngroups = check_params(dict(ngroups_target=ngroups_target, k_anonymity=k_anonymity,
+                                compat=compat), _CHECKS)["ngroups_target"] or None
     is_compat = compat == "synthpop"
     # record i is never paired with row i: the same records in another order are the same
     datasets, source = as_synthetic_list(synthetic, original=original, row_order=False)

@@ -14,7 +14,14 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import Interval, Options, SequenceOf, check_value, check_vector
+from bayes_risk._constraints import (
+    Interval,
+    Options,
+    SequenceOf,
+    check_keywords,
+    check_value,
+    check_vector,
+)
 from bayes_risk._numeric import ties
 from bayes_risk._terminal import progress, say
 from bayes_risk.exceptions import CALLER, DataWarning, ValidationError, interruptible
@@ -567,10 +574,7 @@ def sweep_options(kwargs: dict[str, Any], defaults: dict[str, Any], what: str
                   ) -> dict[str, Any]:
     """The options a sweep passes on to :func:`prepare`: ``kwargs`` (some of ``defaults``), with
     ``match=`` and ``population=`` as their specs."""
-    unknown = sorted(set(kwargs) - set(defaults))
-    if unknown:
-        raise ValidationError(f"unknown argument(s) for {what}: {unknown}.",
-                              code="INVALID_ARGUMENT")
+    check_keywords(kwargs, defaults, what)
     options = {k: kwargs.get(k, v) for k, v in defaults.items()}
     return {**options, **spec_options(options["match"], options["population"])}
 
