@@ -1,7 +1,7 @@
 """The constraint table of the plain type and range checks (scikit-learn's
 ``utils._param_validation`` is the model): a field or argument states what it takes --
-:class:`Interval`, :class:`Options`, :class:`Flag`, :class:`InstanceOf`, :class:`SequenceOf`,
-``None`` -- and one
+:class:`Interval`, :class:`Options`, :class:`Flag`, :class:`InstanceOf`, :class:`HasMethods`,
+:class:`SequenceOf`, ``None`` -- and one
 checker (:func:`check_value`) refuses anything else with the package's error, naming the
 argument, the value and what was expected.
 
@@ -26,7 +26,8 @@ from typing import Any, Literal
 
 from bayes_risk.exceptions import ValidationError
 
-__all__ = ["Interval", "Options", "Flag", "InstanceOf", "SequenceOf", "COLUMN_NAMES", "Constraint",
+__all__ = ["Interval", "Options", "Flag", "InstanceOf", "HasMethods", "SequenceOf", "COLUMN_NAMES",
+           "Constraint",
            "checked", "check_value", "check_vector", "check_params", "check_fields",
            "check_keywords"]
 
@@ -156,6 +157,29 @@ class InstanceOf:
 
 
 @dataclass(frozen=True)
+class HasMethods:
+    """An object with the callable attributes ``methods``, described as ``what`` (scikit-learn's
+    ``HasMethods``: a model is known by what it does, not by its class).
+
+    Examples
+    --------
+    >>> HasMethods(("fit", "synthesize"), "a synthesizer").accepts(object())
+    False
+    """
+
+    methods: tuple[str, ...]
+    what: str
+
+    def accepts(self, value: Any) -> bool:
+        """Whether ``value`` has every method of ``methods``."""
+        return all(callable(getattr(value, m, None)) for m in self.methods)
+
+    def describe(self) -> str:
+        """``what``."""
+        return self.what
+
+
+@dataclass(frozen=True)
 class SequenceOf:
     """A sequence -- a list, tuple, range, or a one-dimensional array, index or series; never a
     string nor a mapping -- of ``min_len`` to ``max_len`` items (``None``: no upper bound),
@@ -177,7 +201,7 @@ class SequenceOf:
     False
     """
 
-    item: Interval | Options | Flag | InstanceOf
+    item: Interval | Options | Flag | InstanceOf | HasMethods
     what: str
     min_len: int = 1
     max_len: int | None = None
@@ -216,7 +240,7 @@ COLUMN_NAMES = SequenceOf(InstanceOf(str, "a column name"), "column names")
 
 #: one constraint, or a list of them of which the value must meet one; ``None`` in the list
 #: takes ``None`` (the error does not list it: a field left at ``None`` takes its default)
-Constraint = Interval | Options | Flag | InstanceOf | SequenceOf | Sequence[Any]
+Constraint = Interval | Options | Flag | InstanceOf | HasMethods | SequenceOf | Sequence[Any]
 
 
 def _alternatives(constraint: Constraint) -> tuple[list[Any], bool]:

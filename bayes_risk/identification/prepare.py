@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import check_params, check_value
+from bayes_risk._constraints import Options, check_params, check_value
 from bayes_risk._specs import argument_checks
 from bayes_risk.data.alignment import check_rows_aligned
 from bayes_risk.data.missing import mask_missing_codes, missing_mask
@@ -130,6 +130,12 @@ def _same_values(a: pd.Series, b: pd.Series) -> bool:
     return bool(np.all(x == y))
 
 
+#: what IdentificationRiskCalculation's mode takes of the options it does not fix: known
+#: membership's strategy, a rectangle (or the package's euclideanDist=TRUE), a radius type
+_COMPAT_OPTIONS = {"strategy": ("always",), "shape": (None, "rectangle", "legacy_hh_euclid"),
+                   "radius_type": ("percentage", "absolute")}
+
+
 def _compat_options(o: dict[str, Any], *, targets, replicates, population_counts) -> None:
     """Check and fix the options of IdentificationRiskCalculation's mode (in place)."""
     name = "compat='IdentificationRiskCalculation'"
@@ -142,17 +148,8 @@ def _compat_options(o: dict[str, Any], *, targets, replicates, population_counts
                 f"{name} reproduces the R package, which uses {arg}={need!r}; "
                 f"got {arg}={given!r}. Drop the argument or compat."
             )
-    if o["strategy"] != "always":
-        raise ValidationError(f"{name} uses strategy='always' (known membership).")
-    if o["shape"] not in (None, "rectangle", "legacy_hh_euclid"):
-        raise ValidationError(
-            f"{name} supports shape='rectangle' or 'legacy_hh_euclid' (the package's "
-            f"euclideanDist=TRUE). Got {o['shape']!r}."
-        )
-    if o["radius_type"] not in ("percentage", "absolute"):
-        raise ValidationError(
-            f"{name} supports radius_type 'percentage' or 'absolute'. Got {o['radius_type']!r}."
-        )
+    for arg, allowed in _COMPAT_OPTIONS.items():
+        check_value(o[arg], Options(allowed, listed=True), f"{arg} with {name}")
     if targets is not None or replicates is not None or population_counts is not None:
         raise ValidationError(
             f"{name} uses every original record as a target and the released datasets as "

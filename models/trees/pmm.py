@@ -12,7 +12,14 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import COLUMN_NAMES, Interval, Options, check_params, check_value
+from bayes_risk._constraints import (
+    COLUMN_NAMES,
+    HasMethods,
+    Interval,
+    Options,
+    check_params,
+    check_value,
+)
 from bayes_risk._numeric import ties
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk._terminal import progress
@@ -36,6 +43,8 @@ _SETTINGS = {"threshold": Interval(int, 1), "tie": Options(("random", "first"), 
              "spline_df": Interval(int, 3)}
 
 Constraint = Callable[[pd.Series, Any], bool]
+#: one of the ``constraints`` (a function of a recipient's row and a donor's value)
+_CONSTRAINT = HasMethods(("__call__",), "callables allowed(recipient_row, donor_value)")
 
 
 def sensitive_cells(data: pd.DataFrame, identifying: Sequence[str],
@@ -278,10 +287,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
                 out[v] = fs
         for fs in out.values():
             for f in fs:
-                if not callable(f):
-                    raise ValidationError(
-                        f"constraints must be callables allowed(recipient_row, donor_value). "
-                        f"Got {f!r}.")
+                check_value(f, _CONSTRAINT, "constraints")
         return out
 
     def _design(self, df: pd.DataFrame, preds: list[str], splines: bool) -> np.ndarray:
