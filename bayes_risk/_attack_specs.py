@@ -79,7 +79,7 @@ class PredicateSpec:
         group="singling out") | checked(Interval(int, 1)))
     columns: Sequence[str] | None = field(default=None, metadata=cli_option(
         "--columns", "columns the predicates may use (default: every column)", nargs="+",
-        metavar="COL", group="singling out"))
+        metavar="COL", group="singling out") | checked([COLUMN_NAMES, None]))
     max_attempts: int | None = field(default=10_000_000, metadata=cli_option(
         "--max-attempts", "multivariate candidates tried at most per dataset (default 10000000, "
         "anonymeter's)", type=int, metavar="N", group="singling out")

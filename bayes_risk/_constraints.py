@@ -1,7 +1,7 @@
 """The constraint table of the plain type and range checks (scikit-learn's
 ``utils._param_validation`` is the model): a field or argument states what it takes --
-:class:`Interval`, :class:`Options`, :class:`Flag`, :class:`InstanceOf`, :class:`SequenceOf`,
-``None`` -- and one
+:class:`Interval`, :class:`Options`, :class:`Flag`, :class:`InstanceOf`, :class:`HasMethods`,
+:class:`SequenceOf`, ``None`` -- and one
 checker (:func:`check_value`) refuses anything else with the package's error, naming the
 argument, the value and what was expected.
 
@@ -26,8 +26,10 @@ from typing import Any, Literal
 
 from bayes_risk.exceptions import ValidationError
 
-__all__ = ["Interval", "Options", "Flag", "InstanceOf", "SequenceOf", "COLUMN_NAMES", "Constraint",
-           "checked", "check_value", "check_vector", "check_params", "check_fields"]
+__all__ = ["Interval", "Options", "Flag", "InstanceOf", "HasMethods", "SequenceOf", "COLUMN_NAMES",
+           "Constraint",
+           "checked", "check_value", "check_vector", "check_params", "check_fields",
+           "check_keywords"]
 
 
 @dataclass(frozen=True)
@@ -155,6 +157,29 @@ class InstanceOf:
 
 
 @dataclass(frozen=True)
+class HasMethods:
+    """An object with the callable attributes ``methods``, described as ``what`` (scikit-learn's
+    ``HasMethods``: a model is known by what it does, not by its class).
+
+    Examples
+    --------
+    >>> HasMethods(("fit", "synthesize"), "a synthesizer").accepts(object())
+    False
+    """
+
+    methods: tuple[str, ...]
+    what: str
+
+    def accepts(self, value: Any) -> bool:
+        """Whether ``value`` has every method of ``methods``."""
+        return all(callable(getattr(value, m, None)) for m in self.methods)
+
+    def describe(self) -> str:
+        """``what``."""
+        return self.what
+
+
+@dataclass(frozen=True)
 class SequenceOf:
     """A sequence -- a list, tuple, range, or a one-dimensional array, index or series; never a
     string nor a mapping -- of ``min_len`` to ``max_len`` items (``None``: no upper bound),
@@ -176,7 +201,7 @@ class SequenceOf:
     False
     """
 
-    item: Interval | Options | Flag | InstanceOf
+    item: Interval | Options | Flag | InstanceOf | HasMethods
     what: str
     min_len: int = 1
     max_len: int | None = None
@@ -215,7 +240,7 @@ COLUMN_NAMES = SequenceOf(InstanceOf(str, "a column name"), "column names")
 
 #: one constraint, or a list of them of which the value must meet one; ``None`` in the list
 #: takes ``None`` (the error does not list it: a field left at ``None`` takes its default)
-Constraint = Interval | Options | Flag | InstanceOf | SequenceOf | Sequence[Any]
+Constraint = Interval | Options | Flag | InstanceOf | HasMethods | SequenceOf | Sequence[Any]
 
 
 def _alternatives(constraint: Constraint) -> tuple[list[Any], bool]:
@@ -317,6 +342,24 @@ def check_params(values: Any, constraints: Mapping[str, Constraint], *,
     get = values.__getitem__ if isinstance(values, Mapping) else partial(getattr, values)
     return {name: check_value(get(name), c, f"{owner}{name}", code=code)
             for name, c in constraints.items()}
+
+
+def check_keywords(given: Any, allowed: Any, owner: str) -> None:
+    """Nothing when every name of ``given`` (the keywords a function passes on) is one of
+    ``allowed``; else "unknown argument(s) for ``owner``" naming them.
+
+    Examples
+    --------
+    >>> check_keywords({"radius": 1}, ["radius", "schema"], "radius_sweep")
+    >>> check_keywords({"radious": 1}, ["radius"], "radius_sweep")
+    Traceback (most recent call last):
+    ...
+    bayes_risk.exceptions.ValidationError: unknown argument(s) for radius_sweep: ['radious'].
+    """
+    unknown = sorted(set(given) - set(allowed))
+    if unknown:
+        raise ValidationError(f"unknown argument(s) for {owner}: {unknown}.",
+                              code="INVALID_ARGUMENT")
 
 
 def checked(constraint: Constraint, *, label: str | None = None,

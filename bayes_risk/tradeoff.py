@@ -12,7 +12,14 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import Interval, Options, SequenceOf, check_params, check_value
+from bayes_risk._constraints import (
+    HasMethods,
+    Interval,
+    Options,
+    SequenceOf,
+    check_params,
+    check_value,
+)
 from bayes_risk._rng import RandomSeed, child_sequence, seed_sequence
 from bayes_risk._terminal import progress
 from bayes_risk.exceptions import BayesRiskWarning, ValidationError, warning_code
@@ -171,10 +178,9 @@ def repeated_syntheses(
         dict(aggregation=aggregation, n_repeats=n_repeats),
         {"aggregation": Options(("per_dataset", "pooled"), listed=True),
          "n_repeats": Interval(int, 1)}, code="BAD_OPTION_VALUE")["n_repeats"]
-    if not callable(getattr(synthesizer, "synthesize", None)):
-        raise ValidationError(
-            f"synthesizer must be a fitted synthesizer with a synthesize(m, random_seed=...) "
-            f"method. Got {type(synthesizer).__name__}.", code="MODEL_UNSUITED")
+    check_value(synthesizer, HasMethods(("synthesize",), "a fitted synthesizer with a "
+                                        "synthesize(m, random_seed=...) method"),
+                "synthesizer", code="MODEL_UNSUITED")
     seq = seed_sequence(random_seed)
     jobs = [(i, k, r) for i, k in enumerate(ms) for r in range(int(n_repeats))]
     rows = []

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import COLUMN_NAMES, SequenceOf, check_value
+from bayes_risk._constraints import COLUMN_NAMES, HasMethods, SequenceOf, check_value
 from bayes_risk._rng import RandomSeed, as_generator, seed_to_json
 from bayes_risk._terminal import progress
 from bayes_risk.data.validate import check_m, require_distinct, require_frame
@@ -112,21 +112,16 @@ def compare_visit_orders(
     from bayes_risk.identification.prepare import known_names
     from bayes_risk.utility.pmse import pmse
 
-    if not (hasattr(synthesizer, "fit") and hasattr(synthesizer, "synthesize")):
-        raise ValidationError(
-            "synthesizer must be a bayes_risk synthesizer (with fit and synthesize). "
-            f"Got {type(synthesizer).__name__}.")
+    check_value(synthesizer, HasMethods(("fit", "synthesize"), "a bayes_risk synthesizer (with "
+                                        "fit and synthesize)"), "synthesizer")
     require_frame(original, "original")
     ords = _check_orders(orders)
-    missing = [c for c in ords[0] if c not in original.columns]
-    if missing:
-        raise ValidationError(f"orders name column(s) {missing} that are not in the original data.",
-                              code="UNKNOWN_COLUMN")
     known = list(ords[0]) if known is None else known_names(known)
-    bad = [c for c in known if c not in original.columns]
-    if bad:
-        raise ValidationError(f"known names column(s) {bad} that are not in the original data.",
-                              code="UNKNOWN_COLUMN")
+    for argument, names in (("orders", ords[0]), ("known", known)):
+        missing = [c for c in names if c not in original.columns]
+        if missing:
+            raise ValidationError(f"{argument}: column(s) {missing} are not in the original "
+                                  "data.", code="UNKNOWN_COLUMN")
     ku = [c for c in known if c not in ords[0]]
     ks = [c for c in known if c in ords[0]]
     id_kw = dict(identification or {})

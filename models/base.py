@@ -8,7 +8,7 @@ import dataclasses
 import inspect
 import os
 from abc import ABCMeta, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from bayes_risk.exceptions import (
@@ -178,13 +178,18 @@ class BaseSynthesizer(metaclass=ABCMeta):
             A setting the model does not take (a file written for another model or version),
             naming the valid ones (``INVALID_ARGUMENT``).
         """
-        valid = cls._param_names()
-        unknown = [k for k in settings if k not in valid]
+        cls._refuse_unknown_settings(settings)
+        return cls(**settings)
+
+    @classmethod
+    def _refuse_unknown_settings(cls, names: Iterable[str]) -> None:
+        """``INVALID_ARGUMENT`` naming the first of ``names`` that is no setting of ``cls``, and
+        the valid ones (the one place this is checked)."""
+        unknown = [k for k in names if k not in cls._param_names()]
         if unknown:
             raise ValidationError(
-                f"{cls.__name__} has no setting(s) {unknown}; valid settings are "
+                f"{cls.__name__} has no setting {unknown[0]!r}; valid settings are "
                 f"{getattr(cls, 'setting_names', cls._param_names)()}.", code="INVALID_ARGUMENT")
-        return cls(**settings)
 
     @classmethod
     def _param_names(cls) -> list[str]:
@@ -226,16 +231,10 @@ class BaseSynthesizer(metaclass=ABCMeta):
         ValidationError
             For a name that is not a setting (``INVALID_ARGUMENT``), naming the valid ones.
         """
-        valid = self._param_names()
+        self._refuse_unknown_settings(k.partition("__")[0] for k in params)
         nested: dict[str, dict[str, Any]] = {}
         for k, v in params.items():
             name, sep, sub = k.partition("__")
-            if name not in valid:
-                raise ValidationError(
-                    f"{type(self).__name__} has no setting {name!r}; valid settings are "
-                    f"{valid}.",
-                    code="INVALID_ARGUMENT"
-                )
             if sep:
                 nested.setdefault(name, {})[sub] = v
             else:

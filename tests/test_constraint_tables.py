@@ -25,10 +25,10 @@ import pandas as pd
 import pytest
 
 import bayes_risk
-from bayes_risk._constraints import Flag, InstanceOf, Interval, Options, SequenceOf
+from bayes_risk._constraints import Flag, HasMethods, InstanceOf, Interval, Options, SequenceOf
 from bayes_risk.exceptions import ValidationError
 
-_KINDS = (Interval, Options, Flag, InstanceOf, SequenceOf)
+_KINDS = (Interval, Options, Flag, InstanceOf, HasMethods, SequenceOf)
 
 
 def _modules() -> list[Any]:
@@ -174,6 +174,9 @@ ENTRIES: dict[str, Callable[..., Any]] = {
     "bayes_risk.disclosure.specs.SDC_ARGUMENTS":
         lambda d, **bad: bayes_risk.sdc(d, [d], keys=["Urban", "Marital"], **bad),
     "bayes_risk.privacy._ARGUMENT_CHECKS": lambda d, **bad: _privacy(**bad),
+    "bayes_risk.disclosure.measures._CHECKS":
+        lambda d, **bad: bayes_risk.disclosure_measures(d, [d], keys=["Urban", "Marital"],
+                                                        target="Tenure", **bad),
     # the models' settings tables: each model's settings, checked by its constructor or fit
     "bayes_risk.models._bayesian.sampling._SETTINGS":
         lambda d, **bad: _fit("DPMultinomial", d, _CATEGORICAL, alpha=1.0, **bad),
@@ -270,7 +273,8 @@ def test_tables_are_found_and_each_has_an_entry():
 @pytest.mark.parametrize("constraint", [
     Interval(int, 1), Interval(int, 0, 3), Interval(float, 0, 1, closed="neither"),
     Interval(float, 0), Interval(float, None, 2, closed="left"), Options(("a", "b")), Flag(),
-    InstanceOf(str, "a string"), [Options(("sqrt",)), Interval(int, 1), None],
+    InstanceOf(str, "a string"), HasMethods(("fit",), "a model"),
+    [Options(("sqrt",)), Interval(int, 1), None],
     [Interval(float, 0, 1, closed="neither"), Options(("balanced", "sampling"))],
     SequenceOf(InstanceOf(str, "a column name"), "column names"),
     [SequenceOf(Interval(float, 0), "radii", min_len=0, unique=True), None],

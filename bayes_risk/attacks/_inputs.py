@@ -27,10 +27,19 @@ from bayes_risk.data.validate import (
     require_frame,
     validate_table,
 )
-from bayes_risk.exceptions import CALLER, DataWarning, ValidationError, arg_name
+from bayes_risk.exceptions import CALLER, DataWarning, ValidationError
 from bayes_risk.utility._inputs import base_schema
 
-__all__ = ["AttackInputs", "attack_inputs", "code_table", "result_fields", "screen_control"]
+__all__ = ["AttackInputs", "attack_inputs", "code_table", "group_column", "result_fields",
+           "screen_control"]
+
+
+def group_column(groups: Any, names: Sequence[str]) -> Any:
+    """``groups``, ``None`` or one of the columns ``names``; else a ``ValidationError`` naming
+    it (the one place the attacks check it)."""
+    if groups is not None and groups not in names:
+        raise ValidationError(f"groups: {groups!r} is not a column (columns: {list(names)}).")
+    return groups
 
 
 @dataclass
@@ -61,10 +70,8 @@ def attack_inputs(
     datasets, source = as_synthetic_list(synthetic, original=original, row_order=False)
     sch = base_schema(original, schema=schema, carried=None if source is None else source.schema,
                       categorical=categorical)
+    # the attack's entry refused no column (its table's COLUMN_NAMES)
     cols = list(sch.names) if columns is None else list(columns)
-    if not cols:
-        raise ValidationError(f"{arg_name(argument)} is empty; give at least one column.",
-                              code="INVALID_ARGUMENT")
     sch.check_columns(cols, argument)
     if holdout is not None:
         require_frame(holdout, "holdout")

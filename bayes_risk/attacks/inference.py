@@ -12,7 +12,7 @@ from bayes_risk._attack_specs import GuessSpec
 from bayes_risk._constraints import COLUMN_NAMES, Interval, SequenceOf, check_value
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk._specs import as_spec
-from bayes_risk.attacks._inputs import attack_inputs, code_table, result_fields
+from bayes_risk.attacks._inputs import attack_inputs, code_table, group_column, result_fields
 from bayes_risk.attacks.linkability import _scale, nearest_rows
 from bayes_risk.attacks.rates import (
     SuccessRate,
@@ -151,8 +151,7 @@ def inference_risk(
     names = list(original.columns) if schema is None else list(schema.names)
     secrets = _check_secrets(secret, names)
     aux = _check_aux(aux_columns, secrets, names)
-    if groups is not None and groups not in names:
-        raise ValidationError(f"groups: {groups!r} is not a column (columns: {names}).")
+    group_column(groups, names)
     # the secrets are checked above: a column the data lacks is one of aux_columns
     cols = list(dict.fromkeys([*secrets, *(c for s in secrets for c in aux[s]),
                                *([] if groups is None else [groups])]))

@@ -12,7 +12,13 @@ from bayes_risk._attack_specs import LINKABILITY_ARGUMENTS, two_tables
 from bayes_risk._constraints import Interval, check_params, check_value
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk._specs import argument_checks
-from bayes_risk.attacks._inputs import AttackInputs, attack_inputs, code_table, result_fields
+from bayes_risk.attacks._inputs import (
+    AttackInputs,
+    attack_inputs,
+    code_table,
+    group_column,
+    result_fields,
+)
 from bayes_risk.attacks.rates import (
     SuccessRate,
     check_confidence_level,
@@ -172,8 +178,7 @@ def linkability_risk(
                      argument_checks(LINKABILITY_ARGUMENTS))["n_neighbors"]
     level = check_confidence_level(confidence_level)
     names = list(original.columns) if schema is None else list(schema.names)
-    if groups is not None and groups not in names:
-        raise ValidationError(f"groups: {groups!r} is not a column (columns: {names}).")
+    group_column(groups, names)
     cols = list(dict.fromkeys([*aux_a, *aux_b, *([] if groups is None else [groups])]))
     inp = attack_inputs(original, synthetic, holdout, columns=cols, schema=schema,
                         categorical=categorical, argument="aux_columns")

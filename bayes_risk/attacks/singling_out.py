@@ -15,7 +15,7 @@ from bayes_risk._constraints import Options, SequenceOf, check_params, check_val
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk._specs import argument_checks, as_spec
 from bayes_risk.attacks import predicates as pr
-from bayes_risk.attacks._inputs import attack_inputs, code_table, result_fields
+from bayes_risk.attacks._inputs import attack_inputs, code_table, group_column, result_fields
 from bayes_risk.attacks.rates import (
     group_labels,
     group_rows,
@@ -316,7 +316,7 @@ def _group_column(groups: Any, sch: Schema, original: pd.DataFrame) -> str:
             f"groups: {groups!r} is not among the columns the predicates may use "
             f"({', '.join(sch.names)}): the group of a record the predicates single out is "
             "known only on those; add it to columns.")
-    raise ValidationError(f"groups: {groups!r} is not a column (columns: {list(sch.names)}).")
+    return group_column(groups, sch.names)
 
 
 def _groups_of(S: np.ndarray, O: np.ndarray, C: np.ndarray | None, preds: pr.Predicates,

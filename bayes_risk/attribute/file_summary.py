@@ -29,6 +29,9 @@ from bayes_risk.exceptions import ValidationError
 __all__ = ["file_summary"]
 
 KINDS = ("hrw", "wang_reiter", "paiva", "largest_value")
+#: the kinds that read the original, and what they read of it
+_NEEDS_ORIGINAL = {"wang_reiter": "R2 counts other records",
+                   "paiva": "unique patterns of pattern_vars"}
 
 
 def _refuse_missing_truth(result: Any, cols: Sequence[str], kind: str) -> None:
@@ -111,12 +114,12 @@ def file_summary(
     if kind == "hrw":
         return {**base, **result.to_dict(thresholds=thresholds)}
 
-    if kind in ("wang_reiter", "paiva"):
+    if kind in _NEEDS_ORIGINAL:
         cols = check_location_columns(result, location_columns)
         _refuse_missing_truth(result, cols, kind)
-    if kind == "wang_reiter":
         if original is None:
-            raise ValidationError("kind='wang_reiter' needs original= (R2 counts other records).")
+            raise ValidationError(f"kind={kind!r} needs original= ({_NEEDS_ORIGINAL[kind]}).")
+    if kind == "wang_reiter":
         all_xy = location_xy(original, cols, locations)
         gens = spawn(random_seed, len(recs)) if n_mc is not None else [None] * len(recs)
         rows = []
@@ -142,8 +145,6 @@ def file_summary(
                     "kind='paiva': every column is synthesized, so the default pattern (the "
                     "unsynthesized columns) is empty; give pattern_vars=[...]."
                 )
-        if original is None:
-            raise ValidationError("kind='paiva' needs original= (unique patterns of pattern_vars).")
         missing = [c for c in pattern_vars if c not in original.columns]
         if missing:
             raise ValidationError(f"pattern_vars {missing} are not columns of original.",

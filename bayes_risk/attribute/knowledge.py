@@ -12,6 +12,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import check_keywords
 from bayes_risk._lattice import LatticeSpec, Warned, planned, sweep
 from bayes_risk._specs import as_spec
 from bayes_risk.attribute.api import attribute_risk
@@ -90,10 +91,7 @@ def attribute_known_sweep(
             "attribute_known_sweep sets scenario and known for every subset; give the columns "
             "the intruder may know as known=[...]."
         )
-    unknown = sorted(set(kwargs) - set(_OPTIONS))
-    if unknown:
-        raise ValidationError(f"unknown argument(s) for attribute_known_sweep: {unknown}.",
-                              code="INVALID_ARGUMENT")
+    check_keywords(kwargs, _OPTIONS, "attribute_known_sweep")
     syn = _synthesized(model)
     notsyn = [c for c in cands if c not in syn]
     if notsyn:
@@ -216,10 +214,7 @@ def with_shared_refits(original: pd.DataFrame, synthetic: Any, *, model: Any, re
     """The estimator of a run with these options, holding the ``m`` augmented models it fits
     made once (for the runs that share them: a sweep's subsets, a curve's shares, the run
     beside them); as given when it holds them already or the run needs none."""
-    unknown = sorted(set(options) - (set(_OPTIONS) - {"records"}))
-    if unknown:
-        raise ValidationError(f"unknown argument(s) for with_shared_refits: {unknown}.",
-                              code="INVALID_ARGUMENT")
+    check_keywords(options, set(_OPTIONS) - {"records"}, "with_shared_refits")
     o = {**_OPTIONS, **options}
     est = as_spec(o["estimator"], EstimatorSpec, "estimator", "kind", ESTIMATORS)
     if est.augmented is not None:

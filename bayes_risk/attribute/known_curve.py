@@ -12,10 +12,17 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from bayes_risk._constraints import Interval, Options, SequenceOf, check_value, check_vector
+from bayes_risk._constraints import (
+    Interval,
+    Options,
+    SequenceOf,
+    check_keywords,
+    check_value,
+    check_vector,
+)
 from bayes_risk._terminal import progress
 from bayes_risk.attribute.specs import ScenarioSpec
-from bayes_risk.exceptions import ValidationError, interruptible
+from bayes_risk.exceptions import interruptible
 from bayes_risk.results._base import RiskResult, draws, legend_below
 from bayes_risk.results._summary import ResultWarning, Summary
 from bayes_risk.warning_codes import message
@@ -72,10 +79,7 @@ def known_fraction_curve(
     from bayes_risk.attribute.api import attribute_risk
     from bayes_risk.attribute.knowledge import file_measures, one_seed, with_shared_refits
 
-    unknown = sorted(set(kwargs) - set(_OPTIONS))
-    if unknown:
-        raise ValidationError(f"unknown argument(s) for known_fraction_curve: {unknown}.",
-                              code="INVALID_ARGUMENT")
+    check_keywords(kwargs, _OPTIONS, "known_fraction_curve")
     fr = sorted(set(check_vector(fractions, SequenceOf(Interval(float, 0, 1), "numbers in [0, 1]"),
                                  "fractions").tolist()))
     seed_all = one_seed(random_seed)

@@ -13,6 +13,7 @@ import pandas as pd
 
 from bayes_risk.attribute.priors import Empirical, ModelPredictive, Prior
 from bayes_risk.attribute.specs import ScenarioSpec, scenario_arg
+from bayes_risk.data.validate import record_mask
 from bayes_risk.exceptions import NotSupportedError, ValidationError
 
 __all__ = ["KnownRecords", "known_mask", "known_records_plan", "check_known_records",
@@ -29,26 +30,7 @@ def known_mask(spec: ScenarioSpec, n: int) -> np.ndarray:
         mask = np.zeros(n, dtype=bool)
         mask[order[: int(round(spec.known_fraction * n))]] = True
         return mask
-    arr = np.asarray(spec.known_records)
-    if arr.dtype == bool:
-        if arr.shape != (n,):
-            raise ValidationError(
-                f"ScenarioSpec.known_records as a boolean mask needs one entry per record of "
-                f"original ({n}). Got shape {arr.shape}.", code="INVALID_ARGUMENT")
-        return arr.copy()
-    if arr.size and not np.issubdtype(arr.dtype, np.integer):
-        raise ValidationError(
-            "ScenarioSpec.known_records must be row positions (0-based integers) or a boolean "
-            f"mask. Got values of type {arr.dtype}.", code="INVALID_ARGUMENT")
-    arr = arr.astype(np.int64).ravel()
-    bad = arr[(arr < 0) | (arr >= n)]
-    if bad.size:
-        raise ValidationError(
-            f"ScenarioSpec.known_records holds {int(bad[0])}, outside the rows 0..{n - 1} of "
-            "original.", code="RECORD_OUT_OF_RANGE")
-    mask = np.zeros(n, dtype=bool)
-    mask[arr] = True
-    return mask
+    return record_mask(spec.known_records, n, argument="ScenarioSpec.known_records")
 
 
 @dataclass(frozen=True)

@@ -67,10 +67,9 @@ def pair_columns(vary: Sequence[str]) -> list[str]:
 
 
 def check_pairs(pairs: Any, n: int) -> np.ndarray:
-    """``pairs`` as a ``[P, 2]`` int array of distinct pairs of distinct row positions."""
+    """``pairs`` (``ScenarioSpec.pairs``, given: the spec requires them) as a ``[P, 2]`` int
+    array of distinct pairs of distinct row positions."""
     hint = "pairs must be a sequence of (i, j) row positions (0-based), e.g. [(0, 1), (2, 5)]"
-    if pairs is None:
-        raise ValidationError(f"{_two_records()} needs pairs: {hint}.")
     try:
         arr = np.asarray(list(pairs) if not isinstance(pairs, np.ndarray) else pairs)
     except TypeError:

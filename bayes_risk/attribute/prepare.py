@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import Options, check_value
+from bayes_risk._constraints import Interval, Options, SequenceOf, check_value
 from bayes_risk._rng import RandomSeed, as_generator, seed_to_json
 from bayes_risk.attribute.candidates import CandidateSpec, parse_candidates
 from bayes_risk.attribute.chains import ChainPlan, chain_plan
@@ -34,7 +34,7 @@ from bayes_risk.attribute.plan import (
     DrawPlan,
 )
 from bayes_risk.attribute.priors import parse_prior
-from bayes_risk.attribute.refits import cache_folder, fit_refits
+from bayes_risk.attribute.refits import cache_folder, fit_refits, given_refits
 from bayes_risk.attribute.specs import EstimatorSpec, ScenarioSpec
 from bayes_risk.attribute.strategies import strategy_for
 from bayes_risk.contract import (
@@ -73,12 +73,11 @@ def prepare(
     cand_callable = callable(candidates) and not isinstance(candidates, (str, CandidateSpec))
     spec = None if cand_callable else parse_candidates(candidates)  # type: ignore[arg-type]
     est = _estimator_name(model, is_plugin, es)
-    draw_idx = None if draws is None else np.asarray(draws, dtype=np.int64)
+    draw_idx = None if draws is None else np.asarray(check_value(
+        np.ravel(draws).tolist(), SequenceOf(Interval(int, 0, model.n_draws - 1),
+                                             f"indices in 0..{model.n_draws - 1}"),
+        "EstimatorSpec.draw_indices"), dtype=np.int64)
     H = 0 if is_plugin else (int(model.n_draws) if draw_idx is None else int(draw_idx.size))
-    if draw_idx is not None and (draw_idx.min() < 0 or draw_idx.max() >= model.n_draws):
-        raise ValidationError(
-            f"EstimatorSpec.draw_indices must be indices in 0..{model.n_draws - 1}.",
-            code="INVALID_ARGUMENT")
     _check_estimator(model, is_plugin, est, compat)
     warn_codes: list[str] = []
     if H < 20 and not is_plugin:
@@ -351,11 +350,7 @@ def _augmented_fits(
         return AugmentedFits()
     m = data.m
     if augmented is not None:
-        models = list(augmented)
-        if len(models) != m:
-            raise ValidationError(
-                f"augmented must hold one model per synthetic dataset ({m}); got {len(models)}."
-            )
+        models = given_refits(augmented, m)
     else:
         if "stabilised" not in capabilities(model).estimators:
             raise ValidationError(
@@ -366,12 +361,6 @@ def _augmented_fits(
             )
         models = fit_refits(model, data.orig, data.datasets, seeds, refit_draws=refit_draws,
                             progressbar=progressbar, cache=cache)
-    for a in models:
-        if not isinstance(a, RiskModel):
-            raise ValidationError(
-                "every augmented model must implement bayes_risk.contract.RiskModel; "
-                f"{type(a).__name__} lacks {missing_members(a, RiskModel)}."
-            )
     h_aug = [int(a.n_draws) for a in models]
     return AugmentedFits(
         models=[model_access(a) for a in models], n_draws=h_aug,

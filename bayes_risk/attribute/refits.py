@@ -34,7 +34,7 @@ from bayes_risk.attribute.cost import (
 )
 from bayes_risk.contract import run_setting
 
-__all__ = ["fit_refits", "pilot_refit", "cache_folder"]
+__all__ = ["fit_refits", "given_refits", "pilot_refit", "cache_folder"]
 
 _log = logging.getLogger(__name__)
 
@@ -64,6 +64,24 @@ def cache_folder(value: Any, argument: str, random_seed: Any) -> Path | None:
         raise ValidationError(f"{arg_name(argument)}: {str(folder)!r} cannot be used as a "
                               f"folder ({err.strerror or err}).", code="INVALID_ARGUMENT") from err
     return folder
+
+
+def given_refits(augmented: Sequence[Any], m: int) -> list[Any]:
+    """The refits given as ``augmented=``, checked: one per synthetic dataset (``m``), each a
+    :class:`bayes_risk.contract.RiskModel` (the one place this is checked)."""
+    from bayes_risk.contract import RiskModel, missing_members
+    from bayes_risk.exceptions import ValidationError
+
+    models = list(augmented)
+    if len(models) != m:
+        raise ValidationError(
+            f"augmented must hold one model per synthetic dataset ({m}); got {len(models)}.")
+    lacking = [a for a in models if not isinstance(a, RiskModel)]
+    if lacking:
+        raise ValidationError(
+            "every augmented model must implement bayes_risk.contract.RiskModel; "
+            f"{type(lacking[0]).__name__} lacks {missing_members(lacking[0], RiskModel)}.")
+    return models
 
 
 def fit_refits(model: Any, original: pd.DataFrame, datasets: Sequence[pd.DataFrame],

@@ -156,6 +156,17 @@ _KNOWN_HINT = (
 )
 
 
+#: the fields of ``ScenarioSpec`` that one scenario takes: field -> (that scenario, why no other)
+_SCENARIO_FIELDS = {
+    "known": ("partially_known", ": the intruder of the other scenarios knows none of the "
+              "target's synthesized values."),
+    "pairs": ("two_records", "; use records= to choose the records of the other scenarios."),
+    "known_sums": ("two_records", "."),
+    "known_records": ("known_records", "."),
+    "known_fraction": ("known_records", "."),
+    "seed": ("known_records", "."),
+}
+
 #: the estimators of ``EstimatorSpec.kind`` (``"auto"``: chosen from the model's capabilities)
 ESTIMATORS = ("auto", "stabilised", "is")
 
@@ -237,23 +248,18 @@ class ScenarioSpec:
                 + _KNOWN_HINT,
                 code="INVALID_ARGUMENT"
             )
-        if self.known is not None:
+        if self.known is not None:  # none known (an empty list) is no field given
             known = (self.known,) if isinstance(self.known, str) else tuple(self.known)
-            object.__setattr__(self, "known", known)
+            object.__setattr__(self, "known", known or None)
+        if self.known_sums is False:
+            object.__setattr__(self, "known_sums", None)
+        for name, (kind, why) in _SCENARIO_FIELDS.items():
+            if getattr(self, name) is not None and self.kind != kind:
+                raise ValidationError(f"ScenarioSpec.{name} applies to {_kind(kind)} only "
+                                      f"({_kind(self.kind)}){why}")
         if not self.known and self.kind == "partially_known":
             raise ValidationError(f"{_kind('partially_known')} needs known (ScenarioSpec.known): "
                                   "the synthesized columns the intruder knows.")
-        if self.known and self.kind != "partially_known":
-            raise ValidationError(
-                f"ScenarioSpec.known applies to {_kind('partially_known')} only "
-                f"({_kind(self.kind)}): the intruder of the other scenarios knows none of the "
-                "target's synthesized values.")
-        if self.pairs is not None and self.kind != "two_records":
-            raise ValidationError(
-                f"ScenarioSpec.pairs applies to {_kind('two_records')} only "
-                f"({_kind(self.kind)}); use records= to choose the records of the other "
-                "scenarios."
-            )
         if self.pairs is None and self.kind == "two_records":
             raise ValidationError(f"{_kind('two_records')} needs pairs (ScenarioSpec.pairs): "
                                   "the pairs of records the intruder does not know.")
@@ -262,17 +268,9 @@ class ScenarioSpec:
         check_fields(self)
 
     def _check_known_sums(self) -> None:
-        """``known_sums``: ``two_records`` only; ``True`` or a non-empty tuple of names."""
+        """``known_sums``: ``True`` or a non-empty tuple of names."""
         ks = self.known_sums
-        if ks is None or ks is False:
-            object.__setattr__(self, "known_sums", None)
-            return
-        if self.kind != "two_records":
-            raise ValidationError(
-                f"ScenarioSpec.known_sums applies to {_kind('two_records')} only "
-                f"({_kind(self.kind)})."
-            )
-        if ks is True:
+        if ks is None or ks is True:
             return
         names = tuple(check_value(
             (ks,) if isinstance(ks, str) else ks, COLUMN_NAMES,
@@ -283,17 +281,9 @@ class ScenarioSpec:
         object.__setattr__(self, "known_sums", names)
 
     def _check_known_records(self) -> None:
-        """The fields of ``kind='known_records'`` (and only of it)."""
-        given = [f for f in ("known_records", "known_fraction", "seed")
-                 if getattr(self, f) is not None]
-        if self.kind != "known_records":
-            if given:
-                raise ValidationError(
-                    f"ScenarioSpec.{given[0]} applies to {_kind('known_records')} only "
-                    f"({_kind(self.kind)}).", code="INVALID_ARGUMENT"
-                )
-            return
-        if (self.known_records is None) == (self.known_fraction is None):
+        """The fields of ``kind='known_records'``."""
+        if self.kind == "known_records" and (
+                (self.known_records is None) == (self.known_fraction is None)):
             raise ValidationError(
                 f"{_kind('known_records')} needs exactly one of ScenarioSpec.known_records "
                 "(row positions or a boolean mask) and ScenarioSpec.known_fraction (a number in "

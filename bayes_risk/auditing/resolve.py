@@ -26,6 +26,7 @@ from bayes_risk.auditing.plan import (
     post_processing_text,
 )
 from bayes_risk.auditing.thresholds import Thresholds, threshold_records
+from bayes_risk.data.normalise import check_not_empty
 from bayes_risk.data.validate import require_distinct
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name, on_command_line
 from bayes_risk.measures import measures
@@ -75,9 +76,7 @@ def audit_inputs(original: Any, synthetic: Any, schema: Any, categorical: Any,
 
         w = _weight_vector(weights, original)  # a missing column or a bad weight is refused
         rest = original.drop(columns=[weights])
-    if len(rest) == 0 or len(rest.columns) == 0:
-        raise ValidationError("original has no records or no columns; expected a table.",
-                              code="EMPTY_TABLE")
+    check_not_empty(rest, "original")
     if isinstance(synthetic, (str, os.PathLike)) or (
         isinstance(synthetic, (list, tuple)) and synthetic
         and all(isinstance(s, (str, os.PathLike)) for s in synthetic)

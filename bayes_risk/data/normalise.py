@@ -14,7 +14,8 @@ from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.data.validate import require_frame
 from bayes_risk.exceptions import ValidationError, arg_name
 
-__all__ = ["SyntheticInput", "as_synthetic_list", "record_positions", "select_columns"]
+__all__ = ["SyntheticInput", "as_synthetic_list", "check_not_empty", "record_positions",
+           "select_columns"]
 
 
 class SyntheticInput(NamedTuple):
@@ -71,12 +72,12 @@ def as_synthetic_list(synthetic: Any, *, argument: str = "synthetic", allow_none
     """
     if original is not None:
         check_column_labels(original)
-        _check_not_empty(original, "the original")
+        check_not_empty(original, "the original")
     if synthetic is None and allow_none:
         return SyntheticInput([], None)
     if isinstance(synthetic, SyntheticData):
         for l, z in enumerate(synthetic.datasets, start=1):
-            _check_not_empty(z, f"synthetic dataset {l}")
+            check_not_empty(z, f"synthetic dataset {l}")
         if original is not None:
             check_original(original, synthetic, row_order=row_order)
             _check_labels(original, synthetic.datasets, synthetic.recoded_columns,
@@ -86,7 +87,7 @@ def as_synthetic_list(synthetic: Any, *, argument: str = "synthetic", allow_none
         return SyntheticInput(list(synthetic.datasets), synthetic)
     if isinstance(synthetic, pd.DataFrame):
         check_column_labels(synthetic, "synthetic dataset 1")
-        _check_not_empty(synthetic, "synthetic dataset 1")
+        check_not_empty(synthetic, "synthetic dataset 1")
         if original is not None:
             _check_labels(original, [synthetic])
         return SyntheticInput([synthetic], None)
@@ -98,7 +99,7 @@ def as_synthetic_list(synthetic: Any, *, argument: str = "synthetic", allow_none
         for l, z in enumerate(out, start=1):
             require_frame(z, f"synthetic dataset {l}")
             check_column_labels(z, f"synthetic dataset {l}")
-            _check_not_empty(z, f"synthetic dataset {l}")
+            check_not_empty(z, f"synthetic dataset {l}")
         if original is not None:
             _check_labels(original, out)
         check_distinct_datasets(out)
@@ -107,13 +108,15 @@ def as_synthetic_list(synthetic: Any, *, argument: str = "synthetic", allow_none
                           f"SyntheticData. Got {type(synthetic).__name__}.")
 
 
-def _check_not_empty(df: pd.DataFrame, name: str) -> None:
+def check_not_empty(df: pd.DataFrame, name: str,
+                    why: str = "every measure compares records of the original with released "
+                               "ones") -> None:
     """``EMPTY_TABLE`` for a table without records or columns: said as such, before any check
-    of its columns or levels would say something else."""
+    of its columns or levels would say something else (``why`` a table needs them; the one
+    place this is checked)."""
     if isinstance(df, pd.DataFrame) and (len(df) == 0 or len(df.columns) == 0):
         raise ValidationError(f"{name} has no {'records' if len(df.columns) else 'columns'} "
-                              f"(a DataFrame of shape {df.shape}); every measure compares "
-                              "records of the original with released ones.", code="EMPTY_TABLE")
+                              f"(a DataFrame of shape {df.shape}); {why}.", code="EMPTY_TABLE")
 
 
 def _check_labels(original: pd.DataFrame, datasets: list[pd.DataFrame],

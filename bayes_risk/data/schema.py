@@ -10,7 +10,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import InstanceOf, Options, check_value
+from bayes_risk._constraints import InstanceOf, Options, SequenceOf, check_value
 from bayes_risk.exceptions import (
     SchemaError,
     ValidationError,
@@ -30,6 +30,8 @@ COLUMN_TYPES: tuple[str, ...] = ("categorical", "ordinal", "count", "continuous"
 COLUMN_ROLES: tuple[str, ...] = ("synthesized", "unsynthesized")
 CATEGORICAL_TYPES = frozenset({"categorical", "ordinal"})
 NUMERIC_TYPES = frozenset({"count", "continuous"})
+#: the levels of a categorical column
+_LEVELS = SequenceOf(InstanceOf(object, "a level"), "levels", min_len=0, unique=True)
 
 
 def _level_to_json(v: Any) -> Any:
@@ -114,9 +116,8 @@ class ColumnSpec:
         check_value(self.type, Options(COLUMN_TYPES), f"type of column {self.name!r}")
         check_value(self.role, Options(COLUMN_ROLES), f"role of column {self.name!r}")
         if self.type in CATEGORICAL_TYPES and self.levels is not None:
-            if len(set(self.levels)) != len(self.levels):
-                raise ValidationError(f"levels of column {self.name!r} contain duplicates.")
-            object.__setattr__(self, "levels", tuple(self.levels))
+            object.__setattr__(self, "levels", tuple(check_value(
+                self.levels, _LEVELS, f"levels of column {self.name!r}")))
         if self.type in NUMERIC_TYPES and self.levels is not None:
             raise ValidationError(f"column {self.name!r} is {self.type}; only categorical/ordinal "
                                   "columns have levels.")

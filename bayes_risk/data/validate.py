@@ -36,7 +36,7 @@ __all__ = [
     "validate_table", "validate_synthetic", "harmonise_levels", "check_release_levels",
     "check_value_labels", "release_levels", "release_only_levels", "refuse_unknown_levels",
     "encode", "decode", "decode_values", "check_m", "check_no_infinity", "check_real",
-    "record_mask", "require_frame", "require_distinct"
+    "record_mask", "require_frame", "require_distinct", "require_synthesized"
 ]
 
 
@@ -67,6 +67,26 @@ def require_distinct(values: Iterable[Any], name: str, *, what: str = "column",
         raise ValidationError(f"{arg_name(name)} lists {what}(s) {twice} more than once: {out}."
                               + (f" {hint}" if hint else ""), code=code)
     return out
+
+
+def require_synthesized(columns: Iterable[Any], synthesized: Sequence[str], what: str = "", *,
+                        note: str = "", code: str | None = None) -> None:
+    """Nothing when every one of ``columns`` is synthesized (one of ``synthesized``); else a
+    ``ValidationError`` naming the argument ``what`` (none when empty), the first other column
+    and the synthesized ones (the one place this is checked); ``note`` ends the message.
+
+    Examples
+    --------
+    >>> require_synthesized(["Age"], ["Age", "Sex"], "smoothing")
+    >>> require_synthesized(["Inc"], ["Age"], "smoothing")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    bayes_risk.exceptions.ValidationError: smoothing: column 'Inc' is not synthesized ...
+    """
+    other = [c for c in columns if c not in synthesized]
+    if other:
+        raise ValidationError(f"{what + ': ' if what else ''}column {other[0]!r} is not "
+                              f"synthesized (synthesized: {list(synthesized)}){note}.", code=code)
 
 
 def validate_table(df: pd.DataFrame, schema: Schema, *, name: str = "original",

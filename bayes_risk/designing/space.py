@@ -347,6 +347,16 @@ def _excluded(items: Sequence[str]) -> dict[str, list[Any]]:
 
 
 
+def _registered(method: str, argument: str) -> None:
+    """Nothing when ``method`` is a registered synthesizer; else ``UNKNOWN_SYNTHESIZER`` naming
+    ``argument`` and the registered ones."""
+    from bayes_risk.registry import list_synthesizers
+
+    if method not in list_synthesizers():
+        raise ValidationError(f"{argument}: unknown synthesizer {method!r}; expected one of "
+                              f"{', '.join(list_synthesizers())}.", code="UNKNOWN_SYNTHESIZER")
+
+
 def _init_parameters(method: str) -> set[str] | None:
     """The settings the synthesizer ``method`` is made with (its ``setting_names()``, e.g. a
     tree model's tree options, and its ``__init__``'s keywords; ``None``: any, an ``__init__``
@@ -354,11 +364,9 @@ def _init_parameters(method: str) -> set[str] | None:
     method is refused (``UNKNOWN_SYNTHESIZER``)."""
     import inspect
 
-    from bayes_risk.registry import get_synthesizer, list_synthesizers
+    from bayes_risk.registry import get_synthesizer
 
-    if method not in list_synthesizers():
-        raise ValidationError(f"knobs: unknown synthesizer {method!r}; expected one of "
-                              f"{', '.join(list_synthesizers())}.", code="UNKNOWN_SYNTHESIZER")
+    _registered(method, "knobs")
     cls = get_synthesizer(method)
     try:
         params = inspect.signature(cls).parameters.values()
@@ -436,12 +444,7 @@ class DesignSpace:
             check_value(name, Options(tuple(REMEDIES)), "remedies")
         for method in (self.methods or ()):
             if method not in KNOBS and method not in (self.knobs or {}):
-                from bayes_risk.registry import list_synthesizers
-
-                if method not in list_synthesizers():
-                    raise ValidationError(f"methods: unknown synthesizer {method!r}; expected "
-                                          f"one of {', '.join(list_synthesizers())}.",
-                                          code="INVALID_ARGUMENT")
+                _registered(method, "methods")
         for method, ks in (self.knobs or {}).items():
             takes = _init_parameters(method)
             for k, vals in ks.items():

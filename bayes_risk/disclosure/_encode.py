@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import COLUMN_NAMES, SequenceOf, check_value
 from bayes_risk._numeric import decimals_of
 from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.missing import missing_kinds
@@ -22,9 +23,24 @@ from bayes_risk.exceptions import ValidationError
 from bayes_risk.utility._inputs import base_schema
 
 __all__ = ["EncodedVar", "resolve_inputs", "encode_var", "combine_keys", "level_labels",
-           "MISSING_LABEL"]
+           "column_names", "MISSING_LABEL"]
 
 MISSING_LABEL = "Missing"
+
+
+def column_names(value: Any, argument: str, *, required: bool = True) -> list[str]:
+    """The column names of ``argument`` (a name alone, or a sequence of them; ``None`` is none
+    unless ``required``), each once (the one place the measures' column arguments are
+    checked)."""
+    if value is None and not required:
+        return []
+    names = list(check_value([value] if isinstance(value, str) else value,
+                             SequenceOf(COLUMN_NAMES.item, "column names", min_len=int(required)),
+                             argument))
+    dup = sorted({k for k in names if names.count(k) > 1})
+    if dup:
+        raise ValidationError(f"{argument} contain duplicated column(s) {dup}.")
+    return names
 
 
 @dataclass(frozen=True)

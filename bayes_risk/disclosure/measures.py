@@ -13,7 +13,14 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import COLUMN_NAMES, InstanceOf, Interval, Options, check_value
+from bayes_risk._constraints import (
+    InstanceOf,
+    Interval,
+    Options,
+    SequenceOf,
+    check_params,
+    check_value,
+)
 from bayes_risk._specs import as_spec, is_integer
 from bayes_risk.data.coding import coded_as_released
 from bayes_risk.data.levels import normalise_level
@@ -24,6 +31,7 @@ from bayes_risk.data.validate import require_frame
 from bayes_risk.disclosure._encode import (
     MISSING_LABEL,
     EncodedVar,
+    column_names,
     combine_keys,
     encode_var,
     level_labels,
@@ -31,7 +39,7 @@ from bayes_risk.disclosure._encode import (
 )
 from bayes_risk.disclosure._rcompat import c_sort, r_as_character, r_format
 from bayes_risk.disclosure.specs import ExclusionSpec
-from bayes_risk.exceptions import CALLER, DataWarning, ValidationError, on_command_line
+from bayes_risk.exceptions import CALLER, DataWarning, ValidationError
 from bayes_risk.results.disclosure import (
     REPU_MEASURES,
     DisclosureByTarget,
@@ -58,25 +66,22 @@ _COMPAT = (None, "synthpop")
 def _check_names(keys: Any, target: Any) -> tuple[list[str], str]:
     if isinstance(keys, str):
         keys = [keys]
-    keys = list(check_value(keys, COLUMN_NAMES, "keys"))
-    dup = sorted({k for k in keys if keys.count(k) > 1})
-    if dup:
-        raise ValidationError(f"keys contain duplicated column(s) {dup}.")
+    keys = column_names(keys, "keys")
     check_value(target, InstanceOf(str, "one column name"), "target")
     if target in keys:
         raise ValidationError(f"target {target!r} is also among the keys; it cannot be both.")
     return keys, target
 
 
-def _check_options(ngroups_target: Any, compat: Any) -> int | None:
-    check_value(compat, Options(_COMPAT, listed=True), "compat")
-    if ngroups_target is None or (is_integer(ngroups_target) and int(ngroups_target) == 0):
-        return None
-    if not is_integer(ngroups_target) or int(ngroups_target) < 2:
-        raise ValidationError(
-            f"ngroups_target must be an integer >= 2 (or {'0' if on_command_line() else 'None / 0'}"
-            f": no grouping). Got {ngroups_target!r}.")
-    return int(ngroups_target)
+#: a number of groups of a numeric column (0: not grouped)
+_NGROUPS = [Interval(int, 2), Options((0,), listed=True)]
+
+#: the scalar arguments of :func:`disclosure_measures`, checked at its entry
+_CHECKS = {
+    "ngroups_target": [*_NGROUPS, None],
+    "k_anonymity": SequenceOf(Interval(int, 2), "integers >= 2", min_len=0),
+    "compat": Options(_COMPAT, listed=True),
+}
 
 
 def _key_groups(ngroups_keys: Any, keys: list[str], schema: Schema) -> list[int | None]:
@@ -85,9 +90,7 @@ def _key_groups(ngroups_keys: Any, keys: list[str], schema: Schema) -> list[int 
         return [None] * len(keys)
 
     def one(g: Any, what: str) -> int | None:
-        if not is_integer(g) or int(g) < 0 or int(g) == 1:
-            raise ValidationError(f"{what} must be an integer >= 2 (or 0: no grouping). Got {g!r}.")
-        return int(g) or None
+        return check_value(g, _NGROUPS, what) or None
 
     if is_integer(ngroups_keys):
         g = one(ngroups_keys, "ngroups_keys")
@@ -383,7 +386,8 @@ def disclosure_measures(
     """
     keys, target = _check_names(keys, target)
     ex = as_spec(exclude, ExclusionSpec, "exclude")
-    ngroups = _check_options(ngroups_target, compat)
+    ngroups = check_params(dict(ngroups_target=ngroups_target, k_anonymity=k_anonymity,
+                                compat=compat), _CHECKS)["ngroups_target"] or None
     is_compat = compat == "synthpop"
     # record i is never paired with row i: the same records in another order are the same
     datasets, source = as_synthetic_list(synthetic, original=original, row_order=False)
@@ -399,8 +403,6 @@ def disclosure_measures(
         raise ValidationError(
             f"ExclusionSpec.use_keys_na must be one logical value or one per key "
             f"({len(keys)}). Got {len(use_keys)} values.", code="INVALID_ARGUMENT")
-    for k in k_anonymity:
-        check_value(k, Interval(int, 2), "k_anonymity values")
 
     key_groups = _key_groups(ngroups_keys, keys, sub)
     enc_keys = [encode_var(k, original, datasets, sub, ngroups=g, compat=is_compat,
@@ -544,12 +546,7 @@ def replicated_uniques(
     """
     check_value(compat, Options(_COMPAT, listed=True), "compat")
     require_frame(original, "original")
-    keys = list(original.columns) if keys is None else list(keys)
-    if not keys:
-        raise ValidationError("keys must name at least one column.")
-    dup = sorted({k for k in keys if keys.count(k) > 1})
-    if dup:
-        raise ValidationError(f"keys contain duplicated column(s) {dup}.")
+    keys = list(original.columns) if keys is None else column_names(keys, "keys")
     # record i is never paired with row i: the same records in another order are the same
     datasets, source = as_synthetic_list(synthetic, original=original, row_order=False)
     carried = None if source is None else source.schema

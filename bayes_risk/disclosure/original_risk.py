@@ -14,10 +14,12 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import COLUMN_NAMES, Interval, SequenceOf, check_params, check_value
+from bayes_risk._constraints import Interval, check_params, check_value
 from bayes_risk._specs import argument_checks
+from bayes_risk.data.normalise import check_not_empty
 from bayes_risk.data.schema import did_you_mean
 from bayes_risk.data.validate import require_frame
+from bayes_risk.disclosure._encode import column_names
 from bayes_risk.disclosure.specs import ORIGINAL_RISK_ARGUMENTS
 from bayes_risk.exceptions import (
     CALLER,
@@ -48,25 +50,11 @@ DIS_INTERVALS = ("== 0", "(0.0, 0.1]", "(0.1, 0.2]", "(0.2, 0.3]", "(0.3, 0.4]",
                  "(0.5, 0.6]", "(0.6, 0.7]", "> 0.7")
 
 
-def _names(value: Any, argument: str, *, required: bool) -> list[str]:
-    if value is None and not required:
-        return []
-    names = list(check_value([value] if isinstance(value, str) else value,
-                             SequenceOf(COLUMN_NAMES.item, "column names", min_len=int(required)),
-                             argument))
-    dup = sorted({k for k in names if names.count(k) > 1})
-    if dup:
-        raise ValidationError(f"{argument} contain duplicated column(s) {dup}.")
-    return names
-
-
 def _check(original: Any, keys: list[str], sensitive: list[str], method: Any, max_size: Any,
            dis_fraction: Any, recursive_c: Any, k_anonymity: Any, compat: Any,
            weights: Any) -> None:
-    require_frame(original, "original")
-    if len(original) == 0:
-        raise ValidationError("original has no records; expected at least one.",
-                              code="EMPTY_TABLE")
+    check_not_empty(require_frame(original, "original"), "original",
+                    "the risks are those of its records")
     for argument, cols in (("keys", keys), ("sensitive", sensitive),
                            ("weights", [weights] if isinstance(weights, str) else [])):
         absent = [c for c in cols if c not in original.columns]
@@ -389,13 +377,7 @@ def _weights(weights: Any, original: pd.DataFrame) -> np.ndarray:
     """The survey weights (a column's name, or one per record), positive and finite."""
     from bayes_risk.identification.population import _weight_vector
 
-    w = _weight_vector(weights, original)
-    bad = np.flatnonzero(~np.isfinite(w) | (w <= 0))
-    if bad.size:
-        raise ValidationError(
-            f"weights must be positive and finite; weight {int(bad[0])} is "
-            f"{float(w[bad[0]])!r} ({bad.size} such weight(s)).")
-    return w
+    return _weight_vector(weights, original)
 
 
 def _k_anonymity(f: np.ndarray, F: np.ndarray | None, k: int) -> dict[str, Any]:
@@ -484,8 +466,8 @@ def original_risk(
     >>> r.records["suda_score"].tolist()
     [0.0, 0.0, 0.0, 8.0, 6.0, 4.0, 8.0, 0.0]
     """
-    keys = _names(keys, "keys", required=True)
-    sens = _names(sensitive, "sensitive", required=False)
+    keys = column_names(keys, "keys")
+    sens = column_names(sensitive, "sensitive", required=False)
     k_anonymity = [int(k) if isinstance(k, (int, np.integer)) and not isinstance(k, bool) else k
                    for k in k_anonymity]
     _check(original, keys, sens, method, max_size, dis_fraction, recursive_c, k_anonymity,

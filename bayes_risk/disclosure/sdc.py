@@ -196,19 +196,22 @@ def _numeric(col: str, z: pd.DataFrame, argument: str) -> None:
                               "numeric columns can be coded or smoothed.", code="WRONG_DTYPE")
 
 
-def released_columns(cols: Any, argument: str, z: pd.DataFrame, schema: Any) -> list[str]:
-    """The columns a remedy's ``argument`` names, each in the release and synthesized (an
-    unsynthesized column holds the original's values row by row, which the measures rely on)."""
-    if cols is None:
-        return []
-    if isinstance(cols, str):
-        cols = [cols]
-    cols = list(cols)
+def release_columns(cols: Any, argument: str, z: pd.DataFrame) -> list[str]:
+    """The columns ``argument`` names (one name, a sequence of them or ``None``), each in the
+    release (the one place this is checked)."""
+    cols = [] if cols is None else [cols] if isinstance(cols, str) else list(cols)
     absent = [c for c in cols if c not in z.columns]
     if absent:
         raise SchemaError(f"{arg_name(argument)}: column(s) {absent} are not in the release "
                           f"(columns: {', '.join(map(str, z.columns))}).",
                           code="MISSING_COLUMN")
+    return cols
+
+
+def released_columns(cols: Any, argument: str, z: pd.DataFrame, schema: Any) -> list[str]:
+    """The columns a remedy's ``argument`` names, each in the release and synthesized (an
+    unsynthesized column holds the original's values row by row, which the measures rely on)."""
+    cols = release_columns(cols, argument, z)
     synthesized = set(schema.synthesized) if schema is not None and schema.synthesized else None
     for c in cols:
         if synthesized is not None and c not in synthesized:

@@ -22,7 +22,7 @@ from bayes_risk.data.missing import missing_kinds
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.schema import _level_to_json
 from bayes_risk.data.validate import require_frame
-from bayes_risk.disclosure.sdc import released_columns, remedied
+from bayes_risk.disclosure.sdc import release_columns, released_columns, remedied
 from bayes_risk.disclosure.specs import SdcMicroSpec
 from bayes_risk.exceptions import ValidationError, arg_name
 
@@ -212,16 +212,9 @@ def _check_kind(col: str, argument: str, z: pd.DataFrame, schema: Any,
 
 
 def _check_strata(strata: Any, cols: Mapping[str, list[str]], z: pd.DataFrame) -> list[str]:
-    from bayes_risk.exceptions import SchemaError
-
     if strata is None:
         return []
-    strata = [strata] if isinstance(strata, str) else list(strata)
-    absent = [c for c in strata if c not in z.columns]
-    if absent:
-        raise SchemaError(f"{arg_name('strata')}: column(s) {absent} are not in the release "
-                          f"(columns: {', '.join(map(str, z.columns))}).",
-                          code="MISSING_COLUMN")
+    strata = release_columns(strata, "strata", z)
     changed = sorted({c for cs in cols.values() for c in cs} & set(strata))
     if changed:
         raise ValidationError(f"{arg_name('strata')}: column(s) {changed} are also changed by "

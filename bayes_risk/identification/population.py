@@ -180,7 +180,8 @@ def _loglinear_counts(prep, rule, orig_exact, on_synthetic, a, kind, warn):
 
 
 def _weight_vector(weights: Any, original: pd.DataFrame) -> np.ndarray:
-    """The survey weights, one per original record, positive and finite."""
+    """The survey weights, one per original record, positive and finite (a column's, or the
+    vector given: checked here for both)."""
     n = len(original)
     if isinstance(weights, str):
         if weights not in original.columns:
@@ -188,21 +189,21 @@ def _weight_vector(weights: Any, original: pd.DataFrame) -> np.ndarray:
                 f"weights column {weights!r} is not in the original data (columns: "
                 f"{list(original.columns)}).", code="MISSING_COLUMN",
             )
-        col = original[weights]
-        w = pd.to_numeric(col, errors="coerce").to_numpy(dtype=np.float64)
-        bad = np.flatnonzero(~np.isfinite(w) | (w <= 0))
-        if bad.size:
-            i = int(bad[0])
-            v = col.iloc[i]
+        given, what = original[weights], f"weights column {weights!r}"
+        w = pd.to_numeric(given, errors="coerce").to_numpy(dtype=np.float64)
+    else:
+        given, what = pd.Series(np.ravel(weights)), "weights"
+        w = np.asarray(weights, dtype=np.float64)
+        if w.shape != (n,):
             raise ValidationError(
-                f"weights column {weights!r} must hold positive, finite numbers; record {i} has "
-                f"{v.item() if isinstance(v, np.generic) else v!r} ({bad.size} such value(s))."
+                f"weights must be one weight per original record ({n}); got {w.shape[0]}."
             )
-        return w
-    w = np.asarray(weights, dtype=np.float64)
-    if w.shape != (n,):
+    bad = np.flatnonzero(~np.isfinite(w) | (w <= 0))
+    if bad.size:
+        v = given.iloc[int(bad[0])]
         raise ValidationError(
-            f"weights must be one weight per original record ({n}); got {w.shape[0]}."
+            f"{what} must hold positive, finite numbers; record {int(bad[0])} has "
+            f"{v.item() if isinstance(v, np.generic) else v!r} ({bad.size} such value(s))."
         )
     return w
 

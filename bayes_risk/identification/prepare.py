@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import check_params, check_value
+from bayes_risk._constraints import Options, check_params, check_value
 from bayes_risk._specs import argument_checks
 from bayes_risk.data.alignment import check_rows_aligned
 from bayes_risk.data.coding import coded_as_released
@@ -131,6 +131,12 @@ def _same_values(a: pd.Series, b: pd.Series) -> bool:
     return bool(np.all(x == y))
 
 
+#: what IdentificationRiskCalculation's mode takes of the options it does not fix: known
+#: membership's strategy, a rectangle (or the package's euclideanDist=TRUE), a radius type
+_COMPAT_OPTIONS = {"strategy": ("always",), "shape": (None, "rectangle", "legacy_hh_euclid"),
+                   "radius_type": ("percentage", "absolute")}
+
+
 def _compat_options(o: dict[str, Any], *, targets, replicates, population_counts) -> None:
     """Check and fix the options of IdentificationRiskCalculation's mode (in place)."""
     name = "compat='IdentificationRiskCalculation'"
@@ -143,17 +149,8 @@ def _compat_options(o: dict[str, Any], *, targets, replicates, population_counts
                 f"{name} reproduces the R package, which uses {arg}={need!r}; "
                 f"got {arg}={given!r}. Drop the argument or compat."
             )
-    if o["strategy"] != "always":
-        raise ValidationError(f"{name} uses strategy='always' (known membership).")
-    if o["shape"] not in (None, "rectangle", "legacy_hh_euclid"):
-        raise ValidationError(
-            f"{name} supports shape='rectangle' or 'legacy_hh_euclid' (the package's "
-            f"euclideanDist=TRUE). Got {o['shape']!r}."
-        )
-    if o["radius_type"] not in ("percentage", "absolute"):
-        raise ValidationError(
-            f"{name} supports radius_type 'percentage' or 'absolute'. Got {o['radius_type']!r}."
-        )
+    for arg, allowed in _COMPAT_OPTIONS.items():
+        check_value(o[arg], Options(allowed, listed=True), f"{arg} with {name}")
     if targets is not None or replicates is not None or population_counts is not None:
         raise ValidationError(
             f"{name} uses every original record as a target and the released datasets as "
@@ -210,10 +207,7 @@ def _known_schema(original: pd.DataFrame, schema: Any, categorical: Any, known_u
         schema = infer_schema(original, categorical=_names(categorical) or None)
     schema.check_columns(known_us, "known_unsynthesized")
     schema.check_columns(known_s, "known_synthesized")
-    for c in known:
-        if c not in original.columns:
-            raise SchemaError(f"known column {c!r} is not in the original data.",
-                              code="UNKNOWN_COLUMN")
+    # a known column the original lacks: validate_table's MISSING_COLUMN
     sk = schema.select([c for c in schema.names if c in known])
     validate_table(original, sk, name="original", extra_columns=True, allow_nan=True)
     return sk

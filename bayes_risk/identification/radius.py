@@ -14,7 +14,14 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import Interval, Options, SequenceOf, check_value
+from bayes_risk._constraints import (
+    Interval,
+    Options,
+    SequenceOf,
+    check_keywords,
+    check_value,
+    check_vector,
+)
 from bayes_risk._numeric import ties
 from bayes_risk._terminal import progress, say
 from bayes_risk.exceptions import CALLER, DataWarning, ValidationError, interruptible
@@ -98,10 +105,7 @@ def radius_sweep(
     """
     check_value(statistic, Options(("mean", "median"), listed=True), "statistic")
     options = sweep_options(kwargs, SWEEP_DEFAULTS, "radius_sweep")
-    match = options["match"]
-    if match.radius_type == "quantile_sd":
-        raise ValidationError("a radius sweep needs radius_type 'percentage' or 'absolute'.",
-                              code="INVALID_ARGUMENT")
+    match = _searchable(options["match"], "a radius sweep")
     cartesian = isinstance(radii, Mapping)
     grid, grid_cols, base = _grid(radii, max_grid, match.radius)
     known_us, known_s = known_columns(original, synthetic, known, synthesized,
@@ -299,6 +303,14 @@ def radius_search(
     return res.with_search_warnings()
 
 
+def _searchable(match: Any, what: str) -> Any:
+    """``match``, whose radius type a sweep or search of radii can vary (``what`` names it)."""
+    if match.radius_type == "quantile_sd":
+        raise ValidationError(f"{what} needs radius_type 'percentage' or 'absolute'.",
+                              code="INVALID_ARGUMENT")
+    return match
+
+
 def _check_search(match: MatchRule, radii: Any, refine: Any) -> tuple[float, ...]:
     """The radii searched (:func:`_search_values`), once ``match`` leaves every radius to the
     search with a radius type that can be searched, and ``refine`` is a count of points."""
@@ -307,9 +319,7 @@ def _check_search(match: MatchRule, radii: Any, refine: Any) -> tuple[float, ...
             "radius_search sets every radius itself; give the radii to search as radii=[...] "
             f"and leave match.radius unset. Got match.radius={match.radius!r}.",
             code="OPTION_CONFLICT")
-    if match.radius_type == "quantile_sd":
-        raise ValidationError("a radius search needs radius_type 'percentage' or 'absolute'.",
-                              code="INVALID_ARGUMENT")
+    _searchable(match, "a radius search")
     values = _search_values(radii)
     check_value(refine, Interval(int, 0), "refine")
     return values
@@ -564,10 +574,7 @@ def sweep_options(kwargs: dict[str, Any], defaults: dict[str, Any], what: str
                   ) -> dict[str, Any]:
     """The options a sweep passes on to :func:`prepare`: ``kwargs`` (some of ``defaults``), with
     ``match=`` and ``population=`` as their specs."""
-    unknown = sorted(set(kwargs) - set(defaults))
-    if unknown:
-        raise ValidationError(f"unknown argument(s) for {what}: {unknown}.",
-                              code="INVALID_ARGUMENT")
+    check_keywords(kwargs, defaults, what)
     options = {k: kwargs.get(k, v) for k, v in defaults.items()}
     return {**options, **spec_options(options["match"], options["population"])}
 
@@ -683,12 +690,7 @@ def _grid(radii: Any, max_grid: int, radius: Any) -> tuple[np.ndarray, list[str]
     grid_cols = None
     if isinstance(radii, Mapping):
         grid_cols = [str(c) for c in radii]
-        axes = []
-        for c in grid_cols:
-            v = np.asarray(list(radii[c]), dtype=np.float64).ravel()
-            if v.size == 0:
-                raise ValidationError(f"radii for column {c!r} are empty.")
-            axes.append(np.sort(v))
+        axes = [np.sort(check_vector(radii[c], _RADII, f"radii[{c!r}]")) for c in grid_cols]
         B = int(np.prod([len(a) for a in axes]))
         if B > max_grid:
             raise ValidationError(
@@ -700,15 +702,15 @@ def _grid(radii: Any, max_grid: int, radius: Any) -> tuple[np.ndarray, list[str]
         for c, a in zip(grid_cols, axes, strict=False):
             base[c] = float(a[0])
     else:
-        grid = np.sort(np.asarray(list(radii), dtype=np.float64).ravel())
-        if grid.size == 0:
-            raise ValidationError("radii is empty.")
-        if grid.size > max_grid:
-            raise ValidationError(f"{grid.size} radii given (> max_grid={max_grid}).")
+        grid = np.sort(check_vector(radii, SequenceOf(
+            _RADII.item, f"finite numbers >= 0 (max_grid={max_grid})", max_len=max_grid),
+            "radii"))
         base = float(grid[0]) if radius is None else radius
-    if np.any(~np.isfinite(grid)) or np.any(grid < 0):
-        raise ValidationError("radii must be finite numbers >= 0.")
     return grid, grid_cols, base
+
+
+#: the radii of one column of a sweep
+_RADII = SequenceOf(Interval(float, 0), "finite numbers >= 0")
 
 
 def _swept_columns(rule: MatchRule, grid_cols: list[str] | None, columns: Any) -> tuple:

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk.attribute.refits import fit_refits
-from bayes_risk.exceptions import ValidationError, arg_name
+from bayes_risk.attribute.refits import fit_refits, given_refits
+from bayes_risk.exceptions import arg_name
 from bayes_risk.membership import estimator as _est
 from bayes_risk.membership import partial as _partial
 from bayes_risk.membership.plan import conditional_population_rows, population_rows
@@ -28,10 +28,7 @@ def fit_posteriors(model: Any, orig: pd.DataFrame, datasets: list[pd.DataFrame],
         augmented = fit_refits(model, orig, datasets, rng.spawn(m), progressbar=progressbar,
                                cache=cache)
     else:
-        augmented = list(augmented)
-        if len(augmented) != m:
-            raise ValidationError(f"augmented must hold one model per synthetic dataset ({m}); got "
-                                  f"{len(augmented)}.")
+        augmented = given_refits(augmented, m)
     return [model, *augmented]
 
 

@@ -22,13 +22,13 @@ from bayes_risk._rng import RandomSeed, seed_to_json, spawn
 from bayes_risk._specs import is_default
 from bayes_risk.data.fingerprint import fingerprint_problem, fingerprint_record
 from bayes_risk.data.levels import drop_unused_levels
+from bayes_risk.data.normalise import check_not_empty
 from bayes_risk.data.provenance import model_id
 from bayes_risk.data.schema import SCHEMA, Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
 from bayes_risk.data.validate import check_m, require_frame, validate_table
 from bayes_risk.exceptions import (
     NotFittedError,
-    SchemaError,
     ValidationError,
 )
 from bayes_risk.models._bayesian import convergence_report
@@ -342,33 +342,20 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
     ) -> tuple[pd.DataFrame, Schema]:
         """Validate the confidential table and settle its schema and roles (none: all
         synthesized); ``fitting`` drops levels no record holds (``UNUSED_LEVEL``)."""
-        require_frame(data, 'data')
-        if len(data) == 0:
-            raise ValidationError("data has no records.", code="EMPTY_TABLE")
+        check_not_empty(require_frame(data, "data"), "data", "a model is fitted to records")
         data = data.copy()
         data.columns = [str(c) for c in data.columns]
         if check_value(schema, [SCHEMA, None], "schema") is None:
             schema = infer_schema(data, categorical=categorical)
-        missing = [c for c in schema.names if c not in data.columns]
-        if missing:
-            raise SchemaError(
-                f"data is missing column(s) {missing} named in the schema.", code="MISSING_COLUMN"
-            )
-        extra = [c for c in data.columns if c not in schema.names]
-        if extra:
-            raise SchemaError(
-                f"data has column(s) {extra} that are not in the schema; select the columns to "
-                "model first.",
-                code="EXTRA_COLUMN",
-            )
-        data = data[schema.names]
         synthesized = synthesized_columns(synthesized, schema)
         if synthesized is not None:
             schema = schema.with_roles(synthesized)
         if not schema.synthesized:
             schema = schema.with_roles(schema.names)
         refusal = "" if allow_nan else self._missing_refusal()
+        # a column missing from data or outside the schema: validate_table's
         validate_table(data, schema, name="data", allow_nan=not refusal, missing_hint=refusal)
+        data = data[schema.names]
         if fitting:
             schema = drop_unused_levels(data, schema)
         return data.reset_index(drop=True), schema

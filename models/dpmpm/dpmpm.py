@@ -55,6 +55,13 @@ _SETTINGS = {"dirichlet_prior": Interval(float, 0, closed="neither"),
              # None: the α prior's 95 % quantile
              "alpha_warmup_bound": [Interval(float, 0, closed="neither"),
                                     Options((math.inf,), listed=True), None]}
+#: the run settings of the Gibbs sampler alone: setting -> (its value with NUTS, what to do)
+_GIBBS_ONLY = {
+    "thin": (1, "every draw is kept (thin=1): ask for more draws instead"),
+    "max_sweeps": (0, "the run has the length asked for (max_sweeps=0): ask for more draws "
+                      "instead"),
+    "temperatures": (1, "give temperatures=1 (parallel tempering is the Gibbs sampler's)"),
+}
 # default run: 500 draws every 5th sweep (occupied classes: ESS ≈ 0.16 per sweep on the ACS
 # extract), extending itself up to 50,000 sweeps per chain; α bounded by its prior's 95 %
 # quantile in the first 100 warm-up sweeps (chains stuck at α ≈ 100 otherwise). Figures:
@@ -206,24 +213,14 @@ class DPMPM(BayesianSynthesizer):
         check_value(self.alpha_warmup_bound, _SETTINGS["alpha_warmup_bound"],
                     f"alpha_warmup_bound (the upper bound of α in the first warm-up sweeps; "
                     f"{unset}: the 95 % quantile of the α prior)")
-        run = self._run_settings()  # the settings left at None, resolved
-        t = run["thin"]  # an integer >= 1 (Sampling checks a given one)
-        if self.sampler == "nuts" and t != 1:
-            raise ValidationError(
-                f"thin={t!r} applies to the Gibbs sampler; with sampler='nuts' every draw is "
-                "kept (thin=1): ask for more draws instead."
-            )
-        ms = run["max_sweeps"]
-        if self.sampler == "nuts" and ms:
-            raise ValidationError(
-                f"max_sweeps={ms!r} applies to the Gibbs sampler; with sampler='nuts' the run "
-                "has the length asked for (max_sweeps=0): ask for more draws instead."
-            )
-        T = self.resolved_sampling.temperatures  # an integer >= 1 (Sampling checks it)
-        if T > 1 and self.sampler != "gibbs":
-            raise ValidationError(
-                f"temperatures={T!r} applies to the Gibbs sampler (parallel tempering); with "
-                "sampler='nuts' give temperatures=1.", code="OPTION_CONFLICT")
+        # the settings left at None, resolved; each checked as a number by Sampling
+        T = self.resolved_sampling.temperatures
+        given = {**self._run_settings(), "temperatures": T}
+        for name, (other, advice) in _GIBBS_ONLY.items():
+            if self.sampler != "gibbs" and given[name] != other:
+                raise ValidationError(
+                    f"{name}={given[name]!r} applies to the Gibbs sampler; with "
+                    f"sampler={self.sampler!r} {advice}.", code="OPTION_CONFLICT")
         if T > 1 and self.structural_zeros is not None:
             raise ValidationError(
                 f"temperatures={T!r} (parallel tempering) is not available with structural "

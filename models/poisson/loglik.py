@@ -60,18 +60,15 @@ def resolve_memberships(state: PoissonState, memberships: Any, h: int, y: np.nda
     if isinstance(memberships, str):
         if memberships == "map":
             return pk.map_memberships(y, log_pi, lam)
-        if memberships == "stored":
-            z = state.memberships_of(h)
-            if z is None:
-                raise ValidationError(
-                    "memberships='stored' needs the memberships recorded by the Gibbs "
-                    "sampler; this model has none (NUTS or external draws): use 'map'.",
-                    code="MODEL_UNSUITED"
-                )
-            return z
-        raise ValidationError(
-            f"memberships must be 'map', 'stored' or an integer array. Got {memberships!r}."
-        )
+        # 'stored': membership_mode, at the entry, refused every other word
+        z = state.memberships_of(h)
+        if z is None:
+            raise ValidationError(
+                "memberships='stored' needs the memberships recorded by the Gibbs "
+                "sampler; this model has none (NUTS or external draws): use 'map'.",
+                code="MODEL_UNSUITED"
+            )
+        return z
     z = np.asarray(memberships)
     if z.ndim == 2:
         z = z[h]

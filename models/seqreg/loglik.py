@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.data.schema import Schema
-from bayes_risk.data.validate import validate_table
+from bayes_risk.data.validate import require_synthesized, validate_table
 from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.models._bayesian.design import (
     NeighbourhoodUnavailable,
@@ -52,9 +52,7 @@ def loglik_from_values(
 
 def design_matrix(state: SeqRegState, df: pd.DataFrame, column: str) -> np.ndarray:
     """``[n, q]`` design of ``column``'s regression (:meth:`SequentialRegression.design_matrix`)."""
-    if column not in state.order:
-        raise ValidationError(
-            f"column {column!r} is not synthesized (chain: {list(state.order)}).")
+    require_synthesized([column], state.order)
     return state.designs[column].build(values(state, df, "records"), len(df))
 
 
@@ -84,12 +82,8 @@ def candidate_rows(
         raise ValidationError(
             "candidates must be a non-empty DataFrame over synthesized columns."
         )
-    bad = [c for c in candidates.columns if c not in state.order]
-    if bad:
-        raise ValidationError(
-            f"candidates: column {bad[0]!r} is not synthesized (synthesized: "
-            f"{list(state.order)}); only synthesized values vary."
-        )
+    require_synthesized(candidates.columns, state.order, "candidates",
+                        note="; only synthesized values vary")
     G = len(candidates)
     rows = pd.concat([record_row[state.schema.names]] * G, ignore_index=True)
     for c in candidates.columns:

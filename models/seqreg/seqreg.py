@@ -20,6 +20,7 @@ from bayes_risk._rng import RandomSeed, spawn
 from bayes_risk.contract import ModelInfo
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData
+from bayes_risk.data.validate import require_synthesized
 from bayes_risk.exceptions import CALLER, ConvergenceWarning, ValidationError
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models._bayesian.design import (
@@ -170,10 +171,7 @@ class SequentialRegression(BayesianSynthesizer):
 
         def synthesized_only(cols: dict[str, Any], what: str) -> None:
             schema.check_columns(cols, what)
-            for c in cols:
-                if c not in syn:
-                    raise ValidationError(
-                        f"{what}: column {c!r} is not synthesized (synthesized: {syn}).")
+            require_synthesized(cols, syn, what)
 
         fams: dict[str, str] = {}
         given = dict(_normalise_mapping(self.families, "families"))
@@ -399,12 +397,8 @@ class SequentialRegression(BayesianSynthesizer):
         (see :meth:`from_posterior`)."""
         self._resolve_structure(schema)
         arrays: dict[str, np.ndarray] = {}
+        require_synthesized(posterior, self.order_, "posterior", code="POSTERIOR_INVALID")
         for c, val in posterior.items():
-            if c not in self.order_:
-                raise ValidationError(
-                    f"posterior: {c!r} is not a synthesized column of the chain {self.order_}.",
-                    code="POSTERIOR_INVALID"
-                )
             arrays.update(_posterior.draws_from_user(c, val, self.families_[c], self.designs_[c]))
         missing = [c for c in self.order_ if not any(k.startswith(c + NAME_SEP) for k in arrays)]
         if missing:

@@ -13,7 +13,7 @@ from bayes_risk._constraints import Interval, Options, check_params, check_value
 from bayes_risk._numeric import decimals_of
 from bayes_risk._rng import RandomSeed, replayable_seed, spawn
 from bayes_risk.data.schema import Schema, infer_schema
-from bayes_risk.data.validate import require_frame
+from bayes_risk.data.validate import require_frame, require_synthesized
 from bayes_risk.exceptions import NotSupportedError, ValidationError
 from bayes_risk.models.trees.base import prepare_schema, records_mask
 from bayes_risk.models.trees.cart_state import CARTState, FittedTable, LeafDraw
@@ -58,11 +58,8 @@ def smoothed_columns(model: Any, schema: Schema, order: list[str]) -> list[str]:
     if sm is True:
         return numeric
     cols = [sm] if isinstance(sm, str) else list(sm)
+    require_synthesized(cols, order, "smoothing", code="INVALID_ARGUMENT")
     for c in cols:
-        if c not in order:
-            raise ValidationError(
-                f"smoothing: column {c!r} is not synthesized (synthesized: {order}).",
-                code="INVALID_ARGUMENT")
         if schema[c].is_categorical:
             raise ValidationError(
                 f"smoothing: column {c!r} is {schema[c].type}; kernel smoothing applies to "

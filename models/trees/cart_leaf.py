@@ -11,7 +11,7 @@ import numba as _nb
 import numpy as np
 from scipy.special import gammaln, log_ndtr
 
-from bayes_risk._constraints import Interval, check_value
+from bayes_risk._constraints import InstanceOf, Interval, SequenceOf, check_value, check_vector
 from bayes_risk._numeric import logsumexp
 from bayes_risk.exceptions import ValidationError
 
@@ -42,10 +42,10 @@ def polya_logprob(donor_values: Sequence[Any], synthetic_values: Sequence[Any]) 
     >>> round(float(np.exp(polya_logprob(["a", "a", "a", "b"], ["a", "b"]))), 6)
     0.15
     """
-    donors = np.asarray(donor_values, dtype=object).ravel()
+    donors = np.asarray(check_value(np.asarray(donor_values, dtype=object).ravel().tolist(),
+                                    SequenceOf(InstanceOf(object, "a value"), "donor values"),
+                                    "donor_values"), dtype=object)
     syn = np.asarray(synthetic_values, dtype=object).ravel()
-    if donors.size == 0:
-        raise ValidationError("donor_values must hold at least one donor value.")
     if syn.size == 0:
         return 0.0
     levels, n_c = np.unique(np.asarray(donors.tolist()), return_counts=True)
@@ -207,10 +207,9 @@ def truncated_kde_logpdf(x: np.ndarray | float, b: Sequence[float], h: float, lo
     >>> round(float(np.exp(truncated_kde_logpdf(11.0, [10, 10, 20], 2.0, 10, 20))), 6)
     0.234716
     """
-    b = np.asarray(b, dtype=np.float64).ravel()
+    b = check_vector(np.ravel(b), SequenceOf(Interval(float), "finite numbers"),
+                     "b (kernel centres)")
     x = np.asarray(x, dtype=np.float64)
-    if b.size == 0:
-        raise ValidationError("b (kernel centres) must hold at least one value.")
     check_value(h, Interval(float, 0, closed="neither"), "bandwidth h")
     if not lo <= hi:
         raise ValidationError(f"support must satisfy lo <= hi. Got lo={lo!r}, hi={hi!r}.")

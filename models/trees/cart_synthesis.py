@@ -12,6 +12,7 @@ import pandas as pd
 
 from bayes_risk._constraints import Interval, check_value
 from bayes_risk._rng import RandomSeed, as_generator
+from bayes_risk.data.validate import require_synthesized
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.trees.cart_leaf import log_ndtr_diff
 from bayes_risk.models.trees.cart_state import CARTState
@@ -53,9 +54,7 @@ def _tree(state: CARTState, column: str):
     if column in state.regressions:
         raise ValidationError(f"column {column!r} is drawn by {state.regressions[column].method!r}"
                               " (the spec), not by a tree.")
-    if column not in state.trees:
-        raise ValidationError(
-            f"column {column!r} is not synthesized (synthesized: {state.visit_sequence}).")
+    require_synthesized([column], state.visit_sequence)
     return state.trees[column]
 
 

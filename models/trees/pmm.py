@@ -12,14 +12,21 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import COLUMN_NAMES, Interval, Options, check_params, check_value
+from bayes_risk._constraints import (
+    COLUMN_NAMES,
+    HasMethods,
+    Interval,
+    Options,
+    check_params,
+    check_value,
+)
 from bayes_risk._numeric import ties
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk._terminal import progress
 from bayes_risk.contract import ModelInfo
 from bayes_risk.data.schema import SCHEMA, Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData
-from bayes_risk.data.validate import require_frame, validate_table
+from bayes_risk.data.validate import require_frame, require_synthesized, validate_table
 from bayes_risk.exceptions import CALLER, ConvergenceWarning, DataWarning, ValidationError
 from bayes_risk.models.base import FittedAttribute, synthesized_columns
 from bayes_risk.models.persistence import saved_array
@@ -36,6 +43,8 @@ _SETTINGS = {"threshold": Interval(int, 1), "tie": Options(("random", "first"), 
              "spline_df": Interval(int, 3)}
 
 Constraint = Callable[[pd.Series, Any], bool]
+#: one of the ``constraints`` (a function of a recipient's row and a donor's value)
+_CONSTRAINT = HasMethods(("__call__",), "callables allowed(recipient_row, donor_value)")
 
 
 def sensitive_cells(data: pd.DataFrame, identifying: Sequence[str],
@@ -233,10 +242,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         given = self.predictors or {}
         preds = {c: schema.check_columns(list(given[c]), f"predictors[{c!r}]") if c in given
                  else [x for x in schema.names if x != c] for c in syn}
-        for c in given:
-            if c not in syn:
-                raise ValidationError(
-                    f"predictors: column {c!r} is not synthesized (synthesized: {syn}).")
+        require_synthesized(given, syn, "predictors")
         self._keep_fitted_table(data, schema)
         data = self._data
         cells = sensitive_cells(data, ivs, int(self.threshold))
@@ -272,10 +278,8 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         if c is None:
             return out
         if isinstance(c, Mapping):
+            require_synthesized(c, syn, "constraints")
             for k, v in c.items():
-                if k not in syn:
-                    raise ValidationError(
-                        f"constraints: column {k!r} is not synthesized (synthesized: {syn}).")
                 out[k] = list(v) if isinstance(v, (list, tuple)) else [v]
         else:
             fs = [c] if callable(c) else list(c)
@@ -283,10 +287,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
                 out[v] = fs
         for fs in out.values():
             for f in fs:
-                if not callable(f):
-                    raise ValidationError(
-                        f"constraints must be callables allowed(recipient_row, donor_value). "
-                        f"Got {f!r}.")
+                check_value(f, _CONSTRAINT, "constraints")
         return out
 
     def _design(self, df: pd.DataFrame, preds: list[str], splines: bool) -> np.ndarray:

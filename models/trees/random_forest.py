@@ -24,6 +24,7 @@ from bayes_risk.contract import ModelInfo
 from bayes_risk.data.levels import drop_unused_levels
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData
+from bayes_risk.data.validate import require_synthesized
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.base import FittedAttribute, check_is_fitted
 from bayes_risk.models.trees.base import (
@@ -409,9 +410,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
         """The forest of ``column`` (``group``'s, else pooled), its leaf tables or donors and its
         in-bag matrix (``None`` without ``oob_only``)."""
         check_is_fitted(self, self._fitted_attribute, method="predict_proba")
-        if column not in self.forests_:
-            raise ValidationError(f"column {column!r} is not synthesized (synthesized: "
-                                  f"{list(self.visit_sequence_)}).", code="UNKNOWN_COLUMN")
+        require_synthesized([column], self.visit_sequence_, code="UNKNOWN_COLUMN")
         if numeric == self.schema_[column].is_categorical:
             raise ValidationError(
                 f"column {column!r} is {self.schema_[column].type}; "

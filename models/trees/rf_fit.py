@@ -9,6 +9,7 @@ import numpy as np
 
 from bayes_risk._constraints import InstanceOf, check_value
 from bayes_risk.data.schema import Schema
+from bayes_risk.data.validate import require_synthesized
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.trees.base import records_mask
 
@@ -18,10 +19,7 @@ __all__ = ["grouping", "grow_forest", "record_masks", "visit_order"]
 def record_masks(records: Any, cols: list[str], n: int) -> dict[str, np.ndarray]:
     """Replaced-record mask of each synthesized column (one selection, or one per column)."""
     if isinstance(records, Mapping):
-        unknown = [c for c in records if c not in cols]
-        if unknown:
-            raise ValidationError(
-                f"records: column {unknown[0]!r} is not synthesized (synthesized: {cols}).")
+        require_synthesized(records, cols, "records")
         return {c: records_mask(records.get(c), n, f"records[{c!r}]") for c in cols}
     mk = records_mask(records, n)
     return {c: mk for c in cols}
@@ -58,10 +56,8 @@ def grouping(group_by: str | Mapping[str, str] | None, cols: list[str], order: l
         groups = {c: gb for c in cols if c != gb}
     elif isinstance(gb, Mapping):
         groups = {}
+        require_synthesized(gb, cols, "group_by")
         for c, g in gb.items():
-            if c not in cols:
-                raise ValidationError(
-                    f"group_by: column {c!r} is not synthesized (synthesized: {cols}).")
             check_value(g, InstanceOf(str, "a column name"), f"group_by[{c!r}]")
             schema.check_columns([g], f"group_by[{c!r}]")
             if g == c:

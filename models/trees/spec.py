@@ -240,20 +240,28 @@ def _known(col: str, names: list[str], argument: str) -> None:
                           f"{names}).", code="UNKNOWN_COLUMN")
 
 
+_NUMERIC = (lambda s: not s.is_categorical, "numeric columns",
+            "'logreg', 'polyreg', 'polr' or 'cart'")
+_CATEGORICAL = (lambda s: s.is_categorical, "categorical columns",
+                "'norm', 'normrank', 'pmm' or 'cart'")
+#: what each parametric method takes (synthpop's check.method.syn): (test of the column's
+#: spec, what the method is for, what to use instead), in order
+_METHOD_TAKES = {
+    "norm": (_NUMERIC,), "normrank": (_NUMERIC,), "pmm": (_NUMERIC,),
+    "polyreg": (_CATEGORICAL,), "polr": (_CATEGORICAL,),
+    "logreg": (_CATEGORICAL, (lambda s: s.n_levels <= 2, "two levels", "'polyreg'")),
+}
+
+
 def _check_type(method: str, col: str, schema: Schema) -> None:
-    """synthpop's type checks (check.method.syn): what each parametric method accepts."""
+    """``method`` takes column ``col`` (:data:`_METHOD_TAKES`)."""
     spec = schema[col]
-    if method in ("norm", "normrank", "pmm") and spec.is_categorical:
-        raise ValidationError(f"column {col!r} is {spec.type}; method {method!r} is for numeric "
-                              "columns (use 'logreg', 'polyreg', 'polr' or 'cart').",
-                              code="WRONG_DTYPE")
-    if method in ("logreg", "polyreg", "polr") and not spec.is_categorical:
-        raise ValidationError(f"column {col!r} is {spec.type}; method {method!r} is for "
-                              "categorical columns (use 'norm', 'normrank', 'pmm' or 'cart').",
-                              code="WRONG_DTYPE")
-    if method == "logreg" and spec.n_levels > 2:
-        raise ValidationError(f"column {col!r} has {spec.n_levels} levels; method 'logreg' is "
-                              "for two levels (use 'polyreg').", code="WRONG_DTYPE")
+    for takes, what, instead in _METHOD_TAKES.get(method, ()):
+        if not takes(spec):
+            kind = (f"{spec.type} with {spec.n_levels} levels" if spec.is_categorical
+                    else spec.type)
+            raise ValidationError(f"column {col!r} is {kind}; method {method!r} is for {what} "
+                                  f"(use {instead}).", code="WRONG_DTYPE")
 
 
 def _predictor_rows(pm: Any) -> dict[str, tuple[str, ...]]:

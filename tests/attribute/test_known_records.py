@@ -211,7 +211,7 @@ def test_refusals():
         ScenarioSpec("known_records", known_fraction=1.5)
     with pytest.raises(ValidationError, match="applies to ScenarioSpec.kind='known_records' only"):
         ScenarioSpec("worst_case", known_fraction=0.5)
-    with pytest.raises(ValidationError, match="outside the rows"):
+    with pytest.raises(ValidationError, match=r"known_records: index 99 is outside 0\.\."):
         _run(model, aug, scenario=ScenarioSpec("known_records", known_records=[99]))
     with pytest.raises(NotSupportedError, match="reads every other record"):
         _run(model, aug, scenario=ScenarioSpec("known_records", known_fraction=0.5),
