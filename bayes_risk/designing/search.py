@@ -39,6 +39,7 @@ from bayes_risk.designing.space import (
 )
 from bayes_risk.designing.study import (
     constraints,
+    journal_seed,
     journal_storage,
     resumed_records,
     suggest,
@@ -132,7 +133,8 @@ def design(
     resume : bool
         Go on with the search whose journal is in ``out`` (its finished candidates kept).
     random_seed : int, optional
-        Seed of every fit, synthesis and audit (drawn and recorded when ``None``).
+        Seed of every fit, synthesis and audit (drawn and recorded when ``None``; a resumed
+        design without one goes on with the seed its journal recorded).
     progressbar : bool
         Show progress on stderr.
 
@@ -166,14 +168,16 @@ def design(
     # the order of enumeration: candidates sharing a fit side by side, each release before
     # its remedies (whose model-based lines it gives)
     cands.sort(key=lambda c: (fit_key(c), -c["m"], c["remedy"] != "none", c["remedy"]))
-    seed = int(random_seed) if random_seed is not None else int(
-        np.random.SeedSequence().generate_state(1, dtype=np.uint32)[0])
+    root = Path(out) if out is not None else None
+    storage = journal_storage(root, resume)
+    # a resumed design without a seed goes on with the one its journal drew
+    stored = journal_seed(storage) if resume and random_seed is None else None
+    seed = int(random_seed) if random_seed is not None else stored if stored is not None else \
+        int(np.random.SeedSequence().generate_state(1, dtype=np.uint32)[0])
     enumerate_all = len(cands) <= sr.max_candidates
     spec = {"known": known, "space": space.to_dict(), "thresholds": th.to_dict(),
             "objective": objective, "random_seed": seed, "n_records": len(data),
             "settings": repr(s.replace(thresholds=None)), "screen_records": sr.screen_records}
-    root = Path(out) if out is not None else None
-    storage = journal_storage(root, resume)
     plan = plan_lines(facts, cands, dropped, enumerate_all, sr, len(data))
     if progressbar:
         for line in plan:

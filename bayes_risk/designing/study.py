@@ -104,6 +104,17 @@ def journal_storage(root: Path | None, resume: bool) -> Any:
     return JournalStorage(JournalFileBackend(str(journal)))
 
 
+def journal_seed(storage: Any) -> int | None:
+    """The seed a design's journal records (drawn when none was given), else ``None``."""
+    import optuna
+
+    try:
+        study = optuna.load_study(study_name="design", storage=storage)
+    except KeyError:  # a journal without the study: resumed_records says so
+        return None
+    return (study.user_attrs.get("spec") or {}).get("random_seed")
+
+
 def resumed_records(study: Any, spec: dict[str, Any], resume: bool) -> dict[str, dict[str, Any]]:
     """The finished candidates of a resumed study; candidates interrupted mid-audit are
     marked failed and queued again. A new study records ``spec``."""

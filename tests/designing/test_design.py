@@ -263,6 +263,14 @@ def test_interrupt_keeps_finished_candidates_and_resume_goes_on(ce, toy_measure,
     # resume with other settings is refused
     with pytest.raises(br.ValidationError, match="DESIGN_DIFFERS|other settings"):
         _toy_design(ce, random_seed=2, max_candidates=12, out=out, resume=True)
+    # a design without a seed draws one; resumed without one, it goes on with the drawn seed
+    drawn = tmp_path / "drawn"
+    TOY.update(stop_after=3, calls=0)
+    with pytest.raises(KeyboardInterrupt):
+        _toy_design(ce, random_seed=None, max_candidates=12, out=drawn)
+    TOY.update(stop_after=None, calls=0)
+    again = _toy_design(ce, random_seed=None, max_candidates=12, out=drawn, resume=True)
+    assert TOY["calls"] == 9 + len(again.confirmations)
 
 
 def test_a_searched_space_resumed_proposes_what_the_whole_run_did(ce, toy_measure, tmp_path):
