@@ -34,7 +34,7 @@ CASES = [
     (["--knob", "cart.minleaf=5"], "BAD_OPTION_VALUE", "'minleaf'"),
     (["--knob", "gan.x=1"], "UNKNOWN_SYNTHESIZER", "'gan'"),
     (["--remedies", "shuffle"], "BAD_OPTION_VALUE", "shuffle"),
-    (["--methods", "gan"], "BAD_OPTION_VALUE", "gan"),
+    (["--methods", "gan"], "UNKNOWN_SYNTHESIZER", "gan"),
     (["-m", "0"], "BAD_OPTION_VALUE", "m"),
     (["--columns", "Tenure,Wealth"], "MISSING_COLUMN", "Wealth"),
     (["--screen-records", "many"], "BAD_OPTION_VALUE", "--screen-records"),
