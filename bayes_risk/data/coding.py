@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["code_values", "coded_as_released", "without_coding"]
+__all__ = ["code_values", "coded_as_released", "coding_text", "without_coding"]
 
 
 def code_values(col: pd.Series, bottom: float | None, top: float | None,
@@ -64,3 +64,10 @@ def without_coding(extra: dict[str, Any] | None, column: str) -> dict[str, Any]:
     if "post_processing" in extra:
         extra["post_processing"] = steps
     return extra
+
+
+def coding_text(bounds: dict[str, list[float | None]]) -> str:
+    """``{"Age": [None, 82]}`` as ``"Age top 82"``."""
+    return "; ".join(c + "".join(f" {side} {v:g}" for side, v in zip(("bottom", "top"), b,
+                                                                       strict=True)
+                                 if v is not None) for c, b in bounds.items())

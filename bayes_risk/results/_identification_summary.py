@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk.data.coding import coding_text
 from bayes_risk.exceptions import arg_name
 from bayes_risk.results._summary import Summary
 
@@ -103,13 +104,6 @@ def summary(result: Any) -> Summary:
         notes=notes,
         warnings=result.structured_warnings,
     )
-
-
-def coding_text(bounds: dict[str, list[float | None]]) -> str:
-    """``{"Age": [None, 82]}`` as ``"Age top 82"``."""
-    return "; ".join(c + "".join(f" {side} {v:g}" for side, v in zip(("bottom", "top"), b,
-                                                                       strict=True)
-                                 if v is not None) for c, b in bounds.items())
 
 
 def headline(result: Any) -> str:

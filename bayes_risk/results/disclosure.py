@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._io import to_jsonable
+from bayes_risk.data.coding import coding_text
 from bayes_risk.results._base import RiskResult, draws
 from bayes_risk.results._summary import ResultWarning, Summary
 
@@ -203,6 +204,8 @@ class DisclosureMeasures(RiskResult):
                 ("k-anonymity violations", ", ".join(
                     f"{v['n_violating']} records for k = {k}"
                     for k, v in b["k_anonymity"].items())),
+                *([("keys coded as released", coding_text(coded))]
+                  if (coded := self.settings.get("keys_coded_as_released")) else []),
             ],
             tables={"Per synthetic dataset (%)": per, "Means over datasets": means},
             notes=["Raab, Nowok & Dibben, 'Practical privacy metrics for synthetic data' "

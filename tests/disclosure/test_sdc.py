@@ -242,5 +242,6 @@ def test_measures_match_known_values_coded_as_the_release_codes_them():
     np.testing.assert_allclose(d.attrib["DiSCO"], d_ref.attrib["DiSCO"], rtol=1e-12)
     assert (d.attrib["DiSCO"] > d_naive.attrib["DiSCO"]).all()
     assert d.settings["keys_coded_as_released"] == {"age": [None, 80]}
+    assert ("keys coded as released", "age top 80") in d.summary().header
     assert "keys_coded_as_released" not in d_ref.settings or \
         not d_ref.settings["keys_coded_as_released"]
