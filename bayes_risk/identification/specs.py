@@ -322,7 +322,7 @@ class PopulationSpec:
         records, exactly on every known column; one known to be selected only synthesized
         records (:doc:`/methods/identification`, Identification given the selection metadata
         R). Default ``None``: the intruder does not know ``R``. Another entry point takes the
-        inputs of :func:`~bayes_risk.identification.selection.conditioned` instead.
+        inputs of ``bayes_risk.identification.selection.conditioned`` instead.
 
     Raises
     ------

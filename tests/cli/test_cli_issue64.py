@@ -90,7 +90,7 @@ CE_ATTR = ["attribute", "ce.csv", "rel", "--model", "cart", "--records", "0-3"]
      "BAD_OPTION_VALUE", "give --targets FILE too", None),
     # 7. no grouping is 0 on the command line
     (["disclosure", "ce.csv", "rel", "--keys", "Age", "--target", "Tenure",
-      "--ngroups-target", "-1"], "BAD_OPTION_VALUE", "(or 0: no grouping)", "None"),
+      "--ngroups-target", "-1"], "BAD_OPTION_VALUE", "an integer >= 2 or 0. Got -1", "None"),
     # 8. the per-column methods are --method-per-column's
     (["synthesize", "ce.csv", "--method", "cart", "--synthesize", "Income",
       "--method-per-column", "abc"], "BAD_OPTION_VALUE", "--method-per-column must be one of",
