@@ -5,7 +5,6 @@ dominance of exact matching for an unchanged column, the coordinate search, and 
 from __future__ import annotations
 
 import dataclasses
-
 import itertools
 import warnings
 
