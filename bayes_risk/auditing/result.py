@@ -132,10 +132,12 @@ class AuditResult(RiskResult):
 
     @property
     def not_assessed(self) -> list[str]:
-        """What has no verdict line, and why."""
+        """What has no verdict line, and why (a step whose lines are carried from the release
+        before the remedy has them)."""
         with_lines = verdict_steps()
+        carried = {v.step for v in self.carried}
         out = [f"{s.title.lower()} ({s.status})" for s in self.steps
-               if s.status != "ran" and s.name in with_lines]
+               if s.status != "ran" and s.name in with_lines and s.name not in carried]
         by_name: dict[str, StepOutcome] = {}
         for s in self.steps:
             by_name.setdefault(s.name, s)

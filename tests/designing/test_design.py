@@ -494,6 +494,8 @@ def test_real_design_writes_the_release_its_audit_and_the_frontier(real):
     carried = {v["measure"]: v["value"] for v in audit["verdicts"] if v.get("carried")}
     assert carried and carried == {v["measure"]: v["value"] for v in pre["verdicts"]
                                    if v["step"] == "attribute"}
+    # ... and does not list the step whose lines it carries as "not assessed"
+    assert "attribute risk (skipped)" not in audit["verdict_text"]
     fr = res.frontier_frame()
     assert {"low", "high", "threshold"} <= set(fr.columns)
     ident = fr[fr["threshold_name"] == "expected_match_rate"]
