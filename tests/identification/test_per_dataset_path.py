@@ -237,3 +237,26 @@ def test_coded_radius_columns_give_the_float_columns_results(monkeypatch, window
     assert held and all(i.vals.dtype == np.float64 for i in held)
     pd.testing.assert_frame_equal(coded.records, floats.records)
     assert (coded.records["c"] > 1).any()
+
+
+@pytest.mark.parametrize(("strategy", "declares"), [
+    ("always", True), ("not_if_max", True), (("threshold", 0.4), True),
+    (("threshold", 1e-300), False)])  # γ ties p_out = 0: nothing declared
+def test_known_membership_declares_what_the_probability_table_declared(strategy, declares):
+    """With membership known the per-dataset output declares without a table of
+    probabilities; the declarations, ``c``, ``T`` and ``p_out`` are those of the probabilities
+    and the declaration rule (D&R 2008 eqs. 6–7, §4.3) applied to them."""
+    rng = np.random.default_rng(3)
+    n_match = rng.integers(0, 4, (500, 3)).astype(np.int32)
+    own = rng.random((500, 3)) < 0.5
+    in_sample = rng.random(500) < 0.8
+    p, p_out = engine.record_prob(n_match, None)
+    dec = engine.declare(p, p_out, strategy)
+    assert (0 < dec.sum() < dec.size) if declares else not dec.any()
+    out = engine.per_dataset_output(n_match.copy(), own, in_sample, inv_f=None,
+                                    strategy=strategy)
+    np.testing.assert_array_equal(out.declared, dec)
+    np.testing.assert_array_equal(out.c, np.where(dec, n_match, 0))
+    np.testing.assert_array_equal(out.T, dec & own & in_sample[:, None])
+    np.testing.assert_array_equal(out.p_out, 0.0)
+    np.testing.assert_array_equal(out.no_match_any, (n_match == 0).all(axis=1))
