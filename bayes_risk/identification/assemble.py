@@ -62,7 +62,7 @@ def _pooled(plan: IdentificationPlan, rule: MatchRule, out: PooledOutput,
     file["true_match_risk"] = int(fm["true_match_risk"])
     rec_lab = np.where(prep.rec >= 0, prep.rec, 0)
     recs = pd.DataFrame({
-        "target": plan.data.target_ids,
+        "target": np.asarray(plan.data.target_ids),
         "record": pd.array(np.asarray(plan.data.record_labels)[rec_lab], dtype=object),
         "in_sample": prep.in_sample,
         "c": rm["c"], "T": T_rep.astype(np.int64), "K": rm["K"].astype(np.int64),
@@ -110,6 +110,6 @@ def assemble(plan: IdentificationPlan, rule: MatchRule, out: EngineOutput) -> Id
     return IdentificationResult(
         c=rm["c"], T=T_rep, K=rm["K"], W=rm["W"], IR=rm["IR"], declared=out.declared,
         p_out=out.p_out, file=file, warnings=tuple(warn), warning_details=warn,
-        settings=plan.settings_dict(rule), target_ids=plan.data.target_ids,
+        settings=plan.settings_dict(rule), target_ids=np.asarray(plan.data.target_ids),
         population_counts=plan.counts.F, **extra,
     )

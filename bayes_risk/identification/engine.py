@@ -300,7 +300,13 @@ def run_per_dataset(prep: Prepared, rule: MatchRule, part: TargetPartition) -> P
     # (4x fewer cache misses at 10^6 records than the targets' own order); results in theirs
     it = _index_type(max(N, prep.n))
     by_key = np.argsort(tkey, kind="stable").astype(it)
-    sb = _window_bounds(target_bounds(prep, rule), by_key)
+    if prep.single_run and prep.coded is not None:
+        # the windows' codes are this run's alone (:func:`.index.code_windows`, read by no
+        # other run): sorted in place, not copied (15 MiB fewer while matching 10^6 targets)
+        prep.tgt_radius[...] = prep.tgt_radius[by_key]
+        sb = _window_bounds(target_bounds(prep, rule), slice(None))
+    else:
+        sb = _window_bounds(target_bounds(prep, rule), by_key)
     stkey, srec = tkey[by_key], prep.rec[by_key].astype(it)
     del tkey  # the sorted keys serve the matching (4 MB fewer at its peak at 10^6 targets)
     # a count is at most the n records: int32 while they fit (at 10^6 targets x 5 datasets
@@ -361,8 +367,9 @@ def _window_bounds(b: TargetBounds, order: np.ndarray) -> TargetBounds:
     columns 32 MB fewer at the peak of the per-dataset run)."""
     if b.ellipse:
         return b.rows(order)
-    zero = np.broadcast_to(np.float64(0.0), (len(order), b.lo.shape[1]))
-    return TargetBounds(b.lo[order], b.hi[order], zero, zero, b.ellipse, b.strict)
+    lo, hi = b.lo[order], b.hi[order]
+    zero = np.broadcast_to(np.float64(0.0), lo.shape)
+    return TargetBounds(lo, hi, zero, zero, b.ellipse, b.strict)
 
 
 def per_dataset_output(n_match: np.ndarray, own: np.ndarray, in_sample: np.ndarray, *,

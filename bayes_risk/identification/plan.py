@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
+import pandas as pd
 
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import CALLER, DataWarning
@@ -45,8 +46,8 @@ class EncodedData:
 
     prep: Prepared
     schema: Schema
-    target_ids: np.ndarray
-    record_labels: np.ndarray
+    target_ids: np.ndarray | pd.Index  # an index unmaterialised until the result is made
+    record_labels: np.ndarray | pd.Index
     exact_encoders: dict[str, Any] = field(default_factory=dict)
     missing_known: str = "any"
 

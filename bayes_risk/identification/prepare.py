@@ -247,7 +247,10 @@ def _match_rule(o: Mapping[str, Any], sk: Schema, original: pd.DataFrame, known_
     )
 
 
-def _original_ids(original: pd.DataFrame, original_id, target_id, external: bool) -> np.ndarray:
+def _original_ids(original: pd.DataFrame, original_id, target_id, external: bool
+                  ) -> np.ndarray | pd.Index:
+    """The labels of the original's records: a column's values, or its index (a
+    ``RangeIndex`` kept unmaterialised: at 10^6 records 7.6 MiB fewer for the run)."""
     if original_id is not None:
         if original_id not in original.columns:
             raise SchemaError(f"original_id column {original_id!r} is not in the original data.",
@@ -256,7 +259,7 @@ def _original_ids(original: pd.DataFrame, original_id, target_id, external: bool
     elif external and target_id is not None and target_id in original.columns:
         ids = original[target_id].to_numpy()
     else:
-        ids = np.asarray(original.index)
+        ids = original.index
     if external and pd.Index(ids).has_duplicates:
         raise ValidationError(
             "the ids of the original records are not unique; targets cannot be linked.",
@@ -270,8 +273,7 @@ def _targets(original: pd.DataFrame, targets: Any, target_id: Any, ids_orig: np.
     """The target table, in-sample flags, own-record positions and target labels."""
     n = len(original)
     if targets is None:
-        return (original, np.ones(n, dtype=bool), np.arange(n, dtype=np.int64),
-                np.asarray(original.index))
+        return original, np.ones(n, dtype=bool), np.arange(n, dtype=np.int64), original.index
     tdf = require_frame(targets, "targets").copy(deep=False)
     tdf.columns = [str(c) for c in tdf.columns]
     miss = [c for c in known if c not in tdf.columns]
@@ -392,7 +394,7 @@ def prepare(
     )
     return IdentificationPlan(
         data=EncodedData(prep=enc.prep, schema=sk, target_ids=target_ids,
-                         record_labels=np.asarray(ids_orig), exact_encoders=enc.encoders,
+                         record_labels=ids_orig, exact_encoders=enc.encoders,
                          missing_known=o["missing_known"]),
         rule=rule, counts=counts,
         replicates=ReplicateSource(R=len(rep_s), user=replicates is not None),
