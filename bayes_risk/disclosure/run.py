@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
+
+from bayes_risk._specs import cli_option
 
 __all__ = ["DisclosureRun", "disclosure_run"]
 
@@ -36,7 +38,13 @@ class DisclosureRun:
 
 
 def disclosure_run(original: Any, synthetic: Any, *, measures: Mapping[str, Any] | None = None,
-                   schema: Any = None, exclude: Any = None, differencing: bool = False,
+                   schema: Any = None, exclude: Any = None,
+                   differencing: Annotated[bool, cli_option(
+                       "--differencing", "also compare the implicates of a partially synthetic "
+                       "release: the records whose values differ between them are revealed as "
+                       "the ones selected for synthesis (Hawala 2008); writes differencing.json "
+                       "and differencing.csv. Alone (without --keys/--target) it runs only this "
+                       "check", action="store_true")] = False,
                    selected: Any = None) -> DisclosureRun:
     """:func:`~bayes_risk.disclosure.disclosure_measures` of ``measures`` (not run without their
     ``keys``) and, with ``differencing``, :func:`~bayes_risk.disclosure.differencing_check`

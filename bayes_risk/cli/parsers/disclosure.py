@@ -57,7 +57,6 @@ RUN = Run("bayes_risk.disclosure.run:disclosure_run", check=_check,
           argument_groups={"measures": "bayes_risk.disclosure.measures:disclosure_measures"},
           reads=(("schema", lambda args, v: None if args.keys is None else
                   _common.release_schema(v["original"], v["synthetic"], args)),
-                 ("differencing", lambda args, v: args.differencing),
                  ("selected", lambda args, v: _common.parse_records(
                      args.selected, len(v["original"]), "--selected"))),
           files=_files, text=lambda res, args: res.summary_text(), row_order=False)
@@ -103,11 +102,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     # disclosure_measures' arguments and what its ExclusionSpec leaves out, declared by the library
     add_argument_options(p, "bayes_risk.disclosure.measures:disclosure_measures")
     add_spec_options(p, ExclusionSpec)
-    p.add_argument("--differencing", action="store_true",
-                   help="also compare the implicates of a partially synthetic release: the "
-                   "records whose values differ between them are revealed as the ones selected "
-                   "for synthesis (Hawala 2008); writes differencing.json and differencing.csv. "
-                   "Alone (without --keys/--target) it runs only this check")
+    add_argument_options(p, RUN.function)  # disclosure_run's --differencing
     p.add_argument("--selected", default=None, metavar="FILE",
                    help="with --differencing: the records selected for synthesis, one 0-based "
                    "record number per line (default: the records the release changed)")
