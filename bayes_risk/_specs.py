@@ -1,6 +1,7 @@
 """The converter of every grouped argument (``match=``, ``estimator=``, ``settings=`` ...) to
-its spec class and :func:`cli_option`, by which a spec field declares its command-line option
-(the checks of a field's value: :mod:`bayes_risk._constraints`).
+its spec class and :func:`cli_option`, by which a spec field or a function's parameter
+(``param: Annotated[T, cli_option(...)]``, :func:`parameter_metadata`) declares its
+command-line option (the checks of a value: :mod:`bayes_risk._constraints`).
 
 Imports only the standard library at module level: the command line builds its parsers from
 the spec classes (``bayes-risk --help`` imports no numpy).
@@ -25,9 +26,9 @@ from bayes_risk.exceptions import ValidationError
 @dataclass(frozen=True)
 class CliOption:
     """The command-line option of a spec field, held in the field's ``metadata["cli"]``
-    (:func:`cli_option`), or of an argument of a table of a function's arguments or of a
-    model's settings (``{name: cli_option(...)}``); the sub-commands that take it declare it
-    from here.
+    (:func:`cli_option`), of a function's parameter (``Annotated[T, cli_option(...)]``) or of
+    a table of a model's settings (``{name: cli_option(...)}``); the sub-commands that take it
+    declare it from here.
 
     ``choices`` are the field's values; the option shows them with ``-`` for ``_``
     (``quantile-sd``) and takes either spelling, unless ``dashes`` is false (shown and taken as
@@ -114,8 +115,9 @@ class GroupedSettings:
 
 
 def cli_option(flag: str, help: str, **kwargs: Any) -> dict[str, CliOption]:
-    """``metadata=`` of a spec field set by the command-line option ``flag`` (see
-    :class:`CliOption` for ``kwargs``).
+    """``metadata=`` of a spec field set by the command-line option ``flag``, or the metadata of
+    a function's parameter, ``param: Annotated[T, cli_option(...)]`` (see :class:`CliOption` for
+    ``kwargs``).
 
     Examples
     --------
@@ -244,7 +246,9 @@ def parameter_metadata(function: Callable[..., Any] | str) -> dict[str, dict[str
     path = os.path.join(path, "__init__.py") if os.path.isdir(path) else path + ".py"
     with open(path, encoding="utf-8") as fh:
         lines = fh.readlines()
-    start = next(i for i, ln in enumerate(lines) if ln.startswith(f"def {name}("))
+    start = next((i for i, ln in enumerate(lines) if ln.startswith(f"def {name}(")), None)
+    if start is None:
+        raise AttributeError(f"module {module!r} has no function {name!r} at its top level")
     # the signature alone is parsed (the whole module would cost milliseconds per command)
     node = _parsed(lines[start:], (i + 1 for i, ln in enumerate(lines[start:])
                                    if ln.rstrip().endswith(":")), "    ...\n")[0]
@@ -255,14 +259,13 @@ def parameter_metadata(function: Callable[..., Any] | str) -> dict[str, dict[str
                  and isinstance(a.annotation.value, ast.Name)
                  and a.annotation.value.id == "Annotated"}
     loaded = sys.modules.get(module)
-    names = vars(loaded) if loaded is not None else _imported(
+    names = vars(loaded) if loaded is not None else {"__builtins__": builtins, **_imported(
         lines[:start], {n.id for meta in annotated.values() for m in meta
-                        for n in ast.walk(m) if isinstance(n, ast.Name)})
+                        for n in ast.walk(m) if isinstance(n, ast.Name)})}
     out: dict[str, dict[str, Any]] = {}
     for arg, meta in annotated.items():
-        for m in meta:
-            out.setdefault(arg, {}).update(eval(compile(ast.Expression(m), path, "eval"),
-                                                {"__builtins__": builtins}, names))
+        for m in meta:  # cli_option(...) | checked(...): one dict, or several merged
+            out.setdefault(arg, {}).update(eval(compile(ast.Expression(m), path, "eval"), names))
     return out
 
 

@@ -44,7 +44,9 @@ class Run:
     Parameters
     ----------
     function : str
-        The library function, ``"module:name"`` (imported when the run starts).
+        The library function, ``"module:name"`` (imported when the run starts); its
+        parameters that declare an option (``param: Annotated[T, cli_option(...)]``,
+        :func:`bayes_risk._specs.cli_arguments`) are passed when their option is given.
     specs : mapping
         Keyword -> spec class, built from its options before any file is read, or a function
         of the options building it; ``"group.keyword"``: that keyword of an argument group's
@@ -52,10 +54,6 @@ class Run:
     argument_groups : mapping
         Keyword -> the function (``"module:name"``) of one of the calls ``function`` makes,
         whose options given are passed together as that one keyword's mapping.
-
-    The parameters of ``function`` that declare an option
-    (``param: Annotated[T, cli_option(...)]``, :func:`bayes_risk._specs.cli_arguments`) are
-    passed when their option is given.
     check : callable, optional
         A check of the options against each other (``ValidationError``), before any file is
         read.

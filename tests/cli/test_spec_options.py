@@ -451,3 +451,5 @@ def test_a_parameters_option_is_read_off_the_signature(tmp_path, monkeypatch):
     assert size_of(None, **argument_values(size_of, vars(parser.parse_args([])))) == 3
     assert [(n, o) for n, o in cli_arguments(size_of)] == [(name, opt)]  # once imported
     assert argument_checks(size_of) == {"size": Interval(int, 1)}
+    with pytest.raises(AttributeError, match="'optpkg.lib' has no function 'nope'"):
+        cli_arguments("optpkg.lib:nope")

@@ -184,7 +184,8 @@ def add_spec_options(parser: argparse.ArgumentParser, *specs: type,
 def add_argument_options(parser: argparse.ArgumentParser, *functions: Any) -> None:
     """Declare on ``parser`` the options of library functions' parameters
     (``"module:name"``, each parameter's ``Annotated[T, cli_option(...)]``, read without
-    importing the module: :func:`bayes_risk._specs.cli_arguments`), in signature order, as
+    importing the module: :func:`bayes_risk._specs.cli_arguments`), in signature order (or of
+    a table of a model's settings, in table order), as
     :func:`add_spec_options` declares a spec's: the run passes the options given
     (:func:`bayes_risk._specs.argument_values`), and the function checks them by the same
     declaration, its messages naming the option."""
