@@ -26,16 +26,15 @@ from bayes_risk._constraints import (
 )
 from bayes_risk._specs import cli_option
 
-__all__ = ["PredicateSpec", "GuessSpec", "SINGLING_OUT_ARGUMENTS", "LINKABILITY_ARGUMENTS",
-           "INFERENCE_ARGUMENTS", "ATTACK_ARGUMENTS"]
+__all__ = ["PredicateSpec", "GuessSpec", "parse_modes", "parse_column_lists", "two_tables"]
 
 
-def _modes(modes: list[str]) -> list[str]:
+def parse_modes(modes: list[str]) -> list[str]:
     """``--singling-out``'s modes, each once; ``none``: no mode (no singling out)."""
     return [m for m in dict.fromkeys(modes) if m != "none"]
 
 
-def _column_lists(texts: list[str]) -> tuple[list[str], ...]:
+def parse_column_lists(texts: list[str]) -> tuple[list[str], ...]:
     """``--linkability``'s two comma-separated lists of columns (``Age,Urban Income``)."""
     from bayes_risk.exceptions import ValidationError
 
@@ -129,15 +128,6 @@ class GuessSpec:
     __post_init__ = check_fields  # the fields' table is the whole check
 
 
-#: singling_out_risk's own arguments (mode: the command's MODE "none" runs no singling out;
-#: its predicates: :class:`PredicateSpec`)
-SINGLING_OUT_ARGUMENTS: dict[str, dict[str, Any]] = {
-    "mode": cli_option(
-        "--singling-out", "modes to run: univariate (one column per predicate), multivariate "
-        "(--n-cols columns), or none (default: both)", nargs="+", metavar="MODE",
-        choices=("univariate", "multivariate", "none"), parse=_modes, group="singling out"),
-}
-
 #: the columns of the linkability intruder's two tables (a table of one column may be named
 #: alone: :func:`two_tables` lists it)
 TWO_TABLES = SequenceOf(COLUMN_NAMES, "lists of columns, the intruder's two tables, e.g. "
@@ -151,44 +141,3 @@ def two_tables(columns: Any, argument: str) -> tuple[list[str], list[str]]:
              if isinstance(columns, (list, tuple)) else columns)
     a, b = check_value(parts, TWO_TABLES, argument)
     return list(a), list(b)
-
-
-#: linkability_risk's own arguments (the command reads --linkability's comma-separated lists)
-LINKABILITY_ARGUMENTS: dict[str, dict[str, Any]] = {
-    "aux_columns": cli_option(
-        "--linkability", "the columns of the intruder's two tables, each a comma-separated list, "
-        "e.g. Age,Urban,Marital Income,Expenditure (without it linkability is not run)", nargs=2,
-        metavar=("COLS_A", "COLS_B"), parse=_column_lists, group="linkability"),
-    "n_neighbors": cli_option(
-        "--n-neighbors", "nearest synthetic rows that may link the two parts of a record "
-        "(default 1); the risk is given for every k up to K", type=int, metavar="K",
-        group="linkability") | checked(Interval(int, 1)),
-}
-
-#: inference_risk's own arguments (when a guess is right: :class:`GuessSpec`)
-INFERENCE_ARGUMENTS: dict[str, dict[str, Any]] = {
-    "secret": cli_option(
-        "--inference", "columns whose value the intruder guesses, each attacked on its own "
-        "(without it inference is not run)", nargs="+", metavar="SECRET", group="inference"),
-    "aux_columns": cli_option(
-        "--aux-columns", "the columns the inference intruder knows of a target (default: every "
-        "column but the secret)", nargs="+", metavar="COL", group="inference"),
-}
-
-#: the arguments every attack takes
-ATTACK_ARGUMENTS: dict[str, dict[str, Any]] = {
-    "n_attacks": cli_option(
-        "--n-attacks", "predicates per dataset and mode, and records attacked in each of "
-        "ORIGINAL and --holdout (default 500, anonymeter's; linkability and inference use at "
-        "most the records of each table)", type=int, metavar="N") | checked(Interval(int, 1)),
-    "confidence_level": cli_option(
-        "--confidence-level", "level of the intervals (default 0.95)", type=float, metavar="P")
-        | checked(Interval(float, 0, 1, closed="neither")),
-    "groups": cli_option(
-        "--groups", "a categorical column: the risk of each group of attempts with one of its "
-        "levels too, for every attack run (anonymeter's risk_for_groups, which groups "
-        "inference by the secret: give the secret's name); inference and linkability: the "
-        "attacked records of the level; singling out: the predicates written on a synthetic "
-        "row of the level; singling_out_groups.csv, linkability_groups.csv, "
-        "inference_groups.csv", metavar="COL"),
-}

@@ -1,6 +1,7 @@
 """The converter of every grouped argument (``match=``, ``estimator=``, ``settings=`` ...) to
-its spec class and :func:`cli_option`, by which a spec field declares its command-line option
-(the checks of a field's value: :mod:`bayes_risk._constraints`).
+its spec class and :func:`cli_option`, by which a spec field or a function's parameter
+(``param: Annotated[T, cli_option(...)]``, :func:`parameter_metadata`) declares its
+command-line option (the checks of a value: :mod:`bayes_risk._constraints`).
 
 Imports only the standard library at module level: the command line builds its parsers from
 the spec classes (``bayes-risk --help`` imports no numpy).
@@ -8,8 +9,14 @@ the spec classes (``bayes-risk --help`` imports no numpy).
 
 from __future__ import annotations
 
+import ast
+import builtins
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+import functools
+import importlib
+import os
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,9 +26,9 @@ from bayes_risk.exceptions import ValidationError
 @dataclass(frozen=True)
 class CliOption:
     """The command-line option of a spec field, held in the field's ``metadata["cli"]``
-    (:func:`cli_option`), or of an argument of a table of a function's arguments or of a
-    model's settings (``{name: cli_option(...)}``); the sub-commands that take it declare it
-    from here.
+    (:func:`cli_option`), of a function's parameter (``Annotated[T, cli_option(...)]``) or of
+    a table of a model's settings (``{name: cli_option(...)}``); the sub-commands that take it
+    declare it from here.
 
     ``choices`` are the field's values; the option shows them with ``-`` for ``_``
     (``quantile-sd``) and takes either spelling, unless ``dashes`` is false (shown and taken as
@@ -108,8 +115,9 @@ class GroupedSettings:
 
 
 def cli_option(flag: str, help: str, **kwargs: Any) -> dict[str, CliOption]:
-    """``metadata=`` of a spec field set by the command-line option ``flag`` (see
-    :class:`CliOption` for ``kwargs``).
+    """``metadata=`` of a spec field set by the command-line option ``flag``, or the metadata of
+    a function's parameter, ``param: Annotated[T, cli_option(...)]`` (see :class:`CliOption` for
+    ``kwargs``).
 
     Examples
     --------
@@ -179,24 +187,111 @@ def spec_values(spec: type, given: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def cli_arguments(arguments: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, CliOption]]:
-    """The arguments of a table of a function's arguments (name -> metadata, as a spec field's:
-    :func:`cli_option`, ``checked``) that have a command-line option, in table order."""
-    return [(name, meta["cli"]) for name, meta in arguments.items() if "cli" in meta]
+#: a function whose parameters declare their options and checks (``Annotated[T, cli_option(...)
+#: | checked(...)]``): the function, or ``"module:name"`` (read without importing the module)
+Arguments = Mapping[str, Mapping[str, Any]] | Callable[..., Any] | str
 
 
-def argument_values(arguments: Mapping[str, Mapping[str, Any]],
-                    given: Mapping[str, Any]) -> dict[str, Any]:
-    """The function's arguments set by the options in ``given`` (as :func:`spec_values`, for a
-    table of a function's arguments): an option not given leaves its argument at the
-    function's default."""
+def cli_arguments(arguments: Arguments) -> list[tuple[str, CliOption]]:
+    """The arguments that have a command-line option, in order: of a table of a model's
+    settings (name -> metadata, as a spec field's: :func:`cli_option`, ``checked``), or the
+    parameters of a function declared ``param: Annotated[T, cli_option(...)] = default``
+    (:func:`parameter_metadata`).
+
+    Examples
+    --------
+    >>> [(name, opt.flag) for name, opt in cli_arguments(
+    ...     "bayes_risk.membership.api:membership_risk")]
+    [('population', '--population'), ('selection', '--selection')]
+    """
+    table = arguments if isinstance(arguments, Mapping) else parameter_metadata(arguments)
+    return [(name, meta["cli"]) for name, meta in table.items() if "cli" in meta]
+
+
+def argument_values(arguments: Arguments, given: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments set by the options in ``given`` (as :func:`spec_values`, for a table of a
+    model's settings or a function's parameters, :func:`cli_arguments`): an option not given
+    leaves its argument at the function's default."""
     return _given(cli_arguments(arguments), given)
 
 
-def argument_checks(arguments: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """The constraints of a table of a function's arguments (``checked`` metadata), by name, as
+def argument_checks(arguments: Arguments) -> dict[str, Any]:
+    """The constraints (``checked`` metadata) of a table of a model's settings or of a
+    function's parameters (:func:`cli_arguments`), by name, as
     :func:`bayes_risk._constraints.check_params` takes them."""
-    return {name: meta["check"][0] for name, meta in arguments.items() if "check" in meta}
+    table = arguments if isinstance(arguments, Mapping) else parameter_metadata(arguments)
+    return {name: meta["check"][0] for name, meta in table.items() if "check" in meta}
+
+
+@functools.cache
+def parameter_metadata(function: Callable[..., Any] | str) -> dict[str, dict[str, Any]]:
+    """The metadata of the parameters of ``function`` declared
+    ``param: Annotated[T, cli_option(...) | checked(...)]``, by name in signature order.
+
+    ``function`` is the function or ``"module:name"``. The signature is read off the module's
+    source, so that the command line declares the options of a function whose module it does
+    not import (``--help`` imports no numpy): the metadata are evaluated with the module's
+    names where it is imported, else with the names its imports give (from modules of the
+    standard library and the light spec modules, as the ``cli_option`` of a spec field).
+    """
+    if isinstance(function, str):
+        module, _, name = function.partition(":")
+    else:
+        while hasattr(function, "__wrapped__"):  # a decorated function: its own signature
+            function = function.__wrapped__
+        module, name = function.__module__, function.__name__
+    # found by hand: find_spec would import the parent packages (bayes_risk.utility: numpy)
+    top, *parts = module.split(".")
+    path = os.path.join(os.path.dirname(importlib.import_module(top).__file__ or ""), *parts)
+    path = os.path.join(path, "__init__.py") if os.path.isdir(path) else path + ".py"
+    with open(path, encoding="utf-8") as fh:
+        lines = fh.readlines()
+    start = next((i for i, ln in enumerate(lines) if ln.startswith(f"def {name}(")), None)
+    if start is None:
+        raise AttributeError(f"module {module!r} has no function {name!r} at its top level")
+    # the signature alone is parsed (the whole module would cost milliseconds per command)
+    node = _parsed(lines[start:], (i + 1 for i, ln in enumerate(lines[start:])
+                                   if ln.rstrip().endswith(":")), "    ...\n")[0]
+    args = node.args  # type: ignore[attr-defined]
+    annotated = {a.arg: a.annotation.slice.elts[1:]  # type: ignore[attr-defined]
+                 for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)
+                 if isinstance(a.annotation, ast.Subscript)
+                 and isinstance(a.annotation.value, ast.Name)
+                 and a.annotation.value.id == "Annotated"}
+    loaded = sys.modules.get(module)
+    names = vars(loaded) if loaded is not None else {"__builtins__": builtins, **_imported(
+        lines[:start], {n.id for meta in annotated.values() for m in meta
+                        for n in ast.walk(m) if isinstance(n, ast.Name)})}
+    out: dict[str, dict[str, Any]] = {}
+    for arg, meta in annotated.items():
+        for m in meta:  # cli_option(...) | checked(...): one dict, or several merged
+            out.setdefault(arg, {}).update(eval(compile(ast.Expression(m), path, "eval"), names))
+    return out
+
+
+def _parsed(lines: list[str], cuts: Iterable[int], tail: str = "") -> list[ast.stmt]:
+    """The statements of the first ``lines[:cut]`` of ``cuts`` that parses (with ``tail``)."""
+    for cut in cuts:
+        try:
+            return ast.parse("".join(lines[:cut]) + tail).body
+        except SyntaxError:
+            continue
+    return ast.parse("".join(lines) + tail).body
+
+
+def _imported(lines: list[str], wanted: set[str]) -> dict[str, Any]:
+    """The names ``wanted`` as the ``from ... import`` statements of a module's ``lines`` give
+    them: those before its first function or class (its imports)."""
+    out: dict[str, Any] = {}
+    top = _parsed(lines, (i for i, ln in enumerate(lines)
+                          if ln.startswith(("def ", "class ", "@"))))
+    for stmt in top:
+        if isinstance(stmt, ast.ImportFrom) and stmt.module is not None:
+            for alias in stmt.names:
+                if (alias.asname or alias.name) in wanted:
+                    out[alias.asname or alias.name] = getattr(
+                        importlib.import_module(stmt.module), alias.name)
+    return out
 
 
 def _given(options: list[tuple[str, CliOption]], given: Mapping[str, Any]) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from bayes_risk._constraints import (
 from bayes_risk._specs import cli_option
 
 __all__ = ["PropensitySpec", "OverlapSpec", "PROPENSITY_METHODS", "COMBINING_RULES",
-           "check_rules", "UTILITY_ARGUMENTS", "imputed_columns"]
+           "check_rules", "imputed_columns"]
 
 
 def imputed_columns(columns: Sequence[str]) -> list[str]:
@@ -34,30 +34,6 @@ def imputed_columns(columns: Sequence[str]) -> list[str]:
 
 #: the nulls of the pMSE
 NULLS = ("auto", "theory", "perm", "pairs")
-#: the arguments of :func:`~bayes_risk.utility.utility_summary` with their options of
-#: ``bayes-risk utility``
-UTILITY_ARGUMENTS: dict[str, dict[str, Any]] = {
-    "table_order": cli_option(
-        "--table-order", "per-table utility (synthpop's utility.tables): every table of 1 to N "
-        "columns, N = 1, 2 or 3 (default 2: every column and every pair)", type=int,
-        metavar="N") | checked(Interval(int, 1, 3)),
-    "ngroups": cli_option(
-        "--ngroups", "per-table utility: groups of a numeric column, cut at the quantiles of the "
-        "original and synthetic values pooled (default 5, synthpop's)", type=int, metavar="K")
-        | checked(Interval(int, 2)),
-    "synthesized": cli_option(
-        "--synthesized", "synthesized columns (default: the roles recorded in a SyntheticData "
-        "folder, otherwise the columns that differ from the original in some dataset)",
-        nargs="+", metavar="COL"),
-    "imputed": cli_option(
-        "--imputed", "columns whose missing values the synthesizer imputed (DPMPM does): "
-        "compared on the original's observed cells, proportions among the observed records and "
-        "the pMSE with synthetic values masked where the original is missing; 'none' compares "
-        "missing values as a level. Default: the imputed_columns recorded in the release's "
-        "manifest, else the columns with empty cells in the original and none in any synthetic "
-        "dataset (with a warning)", nargs="+", metavar="COL", parse=imputed_columns),
-}
-
 #: the classifiers of ``PropensitySpec.method``
 PROPENSITY_METHODS = ("logit", "cart")
 #: the model families of ``OverlapSpec.family``

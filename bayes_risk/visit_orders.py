@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import pandas as pd
 
 from bayes_risk._constraints import COLUMN_NAMES, HasMethods, SequenceOf, check_value
 from bayes_risk._rng import RandomSeed, as_generator, seed_to_json
+from bayes_risk._specs import cli_option
 from bayes_risk._terminal import progress
 from bayes_risk.data.validate import check_m, require_distinct, require_frame
 from bayes_risk.exceptions import ValidationError, arg_name
@@ -52,7 +53,8 @@ def compare_visit_orders(
     orders: Sequence[Sequence[str]],
     known: Sequence[str] | None = None,
     schema: Any = None,
-    m: int = 5,
+    m: Annotated[int, cli_option("-m", "datasets per order (default 5)", type=int,
+                                 metavar="M")] = 5,
     records: Any = None,
     identification: Mapping[str, Any] | None = None,
     utility: Mapping[str, Any] | None = None,

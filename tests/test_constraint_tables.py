@@ -2,12 +2,12 @@
 (scikit-learn's ``generate_invalid_param_val`` and ``check_param_validation`` are the model).
 
 The tables are collected, not listed: the fields of every spec dataclass of ``bayes_risk``
-that declare a check (``checked``), every ``*_ARGUMENTS`` table's rows with a check, and every
-module-level dict of constraints (a function's ``check_params`` table). For each constraint a
-value outside it is derived (:func:`invalid_value`) and given to the table's public entry,
-which must raise ``ValidationError`` naming the argument. A new table needs its entry in
-``ENTRIES`` (or its required fields in ``REQUIRED``): the test of the collection fails until it
-has one.
+that declare a check (``checked``), every function's parameters that declare one
+(``param: Annotated[T, checked(...)]``), and every module-level dict of constraints (a
+function's ``check_params`` table). For each constraint a value outside it is derived
+(:func:`invalid_value`) and given to the table's public entry, which must raise
+``ValidationError`` naming the argument. A new table needs its entry in ``ENTRIES`` (or its
+required fields in ``REQUIRED``): the test of the collection fails until it has one.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import pytest
 
 import bayes_risk
 from bayes_risk._constraints import Flag, HasMethods, InstanceOf, Interval, Options, SequenceOf
+from bayes_risk._specs import parameter_metadata
 from bayes_risk.exceptions import ValidationError
 
 _KINDS = (Interval, Options, Flag, InstanceOf, HasMethods, SequenceOf)
@@ -56,16 +57,18 @@ def _tables() -> dict[str, tuple[str, dict[str, Any]]]:
         source = inspect.getsource(mod)
         for name, obj in vars(mod).items():
             if not re.search(rf"^{name}\s*(:[^=\n]*)?=", source, re.MULTILINE) and not (
-                    isinstance(obj, type) and obj.__module__ == mod.__name__):
+                    (isinstance(obj, type) or inspect.isfunction(obj))
+                    and obj.__module__ == mod.__name__):
                 continue  # imported: collected where it is defined
             if isinstance(obj, type) and dataclasses.is_dataclass(obj):
                 checks = {f.name: f.metadata["check"] for f in dataclasses.fields(obj)
                           if "check" in f.metadata}
                 if checks:
                     found.setdefault(id(obj), (f"{mod.__name__}.{name}", "spec", checks))
-            elif name.endswith("_ARGUMENTS") and isinstance(obj, dict):
-                checks = {k: v["check"] for k, v in obj.items()
-                          if isinstance(v, dict) and "check" in v}
+            elif inspect.isfunction(obj) and any(
+                    "Annotated[" in str(a) for a in obj.__annotations__.values()):
+                checks = {k: v["check"] for k, v in parameter_metadata(obj).items()
+                          if "check" in v}
                 if checks:
                     found.setdefault(id(obj), (f"{mod.__name__}.{name}", "arguments", checks))
             elif isinstance(obj, dict) and obj and all(isinstance(k, str) for k in obj) \
@@ -157,21 +160,22 @@ def _singling_out(d: pd.DataFrame, **bad: Any) -> Any:
 #: the public entry of each argument table: called with a valid release and the one argument
 #: refused
 ENTRIES: dict[str, Callable[..., Any]] = {
-    "bayes_risk._attack_specs.ATTACK_ARGUMENTS": _singling_out,
-    "bayes_risk._attack_specs.LINKABILITY_ARGUMENTS":
+    "bayes_risk.attacks.singling_out.singling_out_risk": _singling_out,
+    "bayes_risk.attacks.linkability.linkability_risk":
         _attacks("linkability_risk", aux_columns=(["Age"], ["Income"])),
-    "bayes_risk.attribute.specs.LARGEST_VALUE_ARGUMENTS":
+    # delta: relative_difference checks it by largest_value_risk's constraint (needs no model)
+    "bayes_risk.attribute.largest_value.largest_value_risk":
         lambda d, **bad: bayes_risk.attribute.business.relative_difference(
             d, [d], columns=["Income"], **bad),
-    "bayes_risk._utility_specs.UTILITY_ARGUMENTS":
+    "bayes_risk.utility.summary.utility_summary":
         lambda d, **bad: bayes_risk.utility_summary(d, [d], **bad),
-    "bayes_risk.identification.specs.IDENTIFICATION_ARGUMENTS":
+    "bayes_risk.identification.api.identification_risk":
         lambda d, **bad: bayes_risk.identification_risk(d, [d], known=["Age"],
                                                         progressbar=False, **bad),
-    "bayes_risk.membership.specs.MEMBERSHIP_ARGUMENTS": lambda d, **bad: _membership(d, **bad),
-    "bayes_risk.disclosure.specs.ORIGINAL_RISK_ARGUMENTS":
+    "bayes_risk.membership.api.membership_risk": lambda d, **bad: _membership(d, **bad),
+    "bayes_risk.disclosure.original_risk.original_risk":
         lambda d, **bad: bayes_risk.original_risk(d, keys=["Urban", "Marital"], **bad),
-    "bayes_risk.disclosure.specs.SDC_ARGUMENTS":
+    "bayes_risk.disclosure.sdc.sdc":
         lambda d, **bad: bayes_risk.sdc(d, [d], keys=["Urban", "Marital"], **bad),
     "bayes_risk.privacy._ARGUMENT_CHECKS": lambda d, **bad: _privacy(**bad),
     "bayes_risk.disclosure.measures._CHECKS":

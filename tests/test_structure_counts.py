@@ -151,6 +151,21 @@ def test_counts_of_issue_87_on_a_hand_counted_package(sc, tmp_path):
     assert f["hand_guard_blocks"] == 1  # the first if raises, the second does not
 
 
+def test_a_functions_lines_leave_out_its_parameters_options(sc, tmp_path):
+    """A parameter's option (``Annotated[T, cli_option(...)]``, its help text) is a declaration,
+    not the function's code: its lines after the first are not a function's lines."""
+    body = "".join(f"    x = {i}\n" for i in range(146))
+    (tmp_path / "bayes_risk").mkdir()
+    (tmp_path / "bayes_risk" / "f.py").write_text(
+        "def declared(\n    a: Annotated[int, cli_option(\n        '--a', 'the a',\n"
+        "        type=int)] = 1,\n):\n" + body + "    return a\n\n\n"
+        "def plain(\n    a: int = 1,\n    b: int = 2,\n    c: int = 3,\n):\n" + body
+        + "    return a\n")
+    c = sc.count_file(tmp_path, tmp_path / "bayes_risk" / "f.py")
+    # declared: 152 lines of which 2 are its option's; plain: 152 lines
+    assert [x.split(" ", 1)[1] for x in c.functions_over_150_lines] == ["plain (152)"]
+
+
 def test_invariants_of_the_repository_counts(sc):
     counts = sc.count(ROOT)
     total = counts["total"].figures()
@@ -182,6 +197,9 @@ def test_invariants_of_the_repository_counts(sc):
     # one record of a command-line option (CliOption): the models declare theirs with
     # cli_option too, ModelOption(...) being a plug-in's constructor of it (issue 87)
     assert counts["total"].model_option_calls == []
+    # one option mechanism (issue 87): a function's options are declared on its parameters
+    # (Annotated[T, cli_option(...)]) and read off its signature, no *_ARGUMENTS table
+    assert counts["total"].arguments_tables == []
     assert counts["total"].dataframe_message_sites == []
     for item in counts["total"].modules_over_600_lines:
         path, n = item.split(" (")

@@ -29,7 +29,9 @@ constructors_outside_records_over_12_parameters
 max_parameters
     The most parameters of one function or constructor.
 modules_over_600_lines, functions_over_150_lines
-    As their names say (a function's lines run from its ``def`` to its last line).
+    As their names say (a function's lines run from its ``def`` to its last line, the lines of
+    its parameters' declarations after their first, ``Annotated[T, cli_option(...)]``, aside:
+    the options' help texts, not the function's code).
 name_built_dispatch_strings
     Strings built from names (f-strings, ``+``, ``%`` or ``.format``) used to find code: passed
     to ``getattr``/``hasattr``/``setattr``/``import_module``/``__import__``, used as a key of
@@ -54,7 +56,9 @@ cli_option_calls, model_option_calls, arguments_tables, add_argument_calls
     The option mechanisms: calls of ``cli_option(...)`` (the one option record, ``CliOption``)
     and ``ModelOption(...)`` (a plug-in's constructor of it, kept public: no declaration of the
     package calls it since the models' options are tables of ``cli_option``), module-level
-    names ending in ``_ARGUMENTS``, calls of ``.add_argument(...)``.
+    names ending in ``_ARGUMENTS`` (tables restating a function's parameters with their
+    options, replaced by options declared on the parameters themselves,
+    ``param: Annotated[T, cli_option(...)]``), calls of ``.add_argument(...)``.
 specs_check_calls
     Calls of ``check_int``, ``check_flag`` or ``check_option`` (``bayes_risk._specs``).
 dataframe_message_sites
@@ -169,6 +173,16 @@ def _parameters(fn: ast.FunctionDef | ast.AsyncFunctionDef, *, method: bool) -> 
             isinstance(d, ast.Name) and d.id == "staticmethod" for d in fn.decorator_list):
         names = names[1:]
     return names
+
+
+def _declaration_lines(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """The lines of ``fn``'s ``Annotated[...]`` parameters after their first (their options)."""
+    args = fn.args
+    return sum((a.annotation.end_lineno or a.annotation.lineno) - a.annotation.lineno
+               for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)
+               if isinstance(a.annotation, ast.Subscript)
+               and isinstance(a.annotation.value, ast.Name)
+               and a.annotation.value.id == "Annotated")
 
 
 def _body_without_docstring(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.stmt]:
@@ -372,7 +386,7 @@ def count_file(root: Path, path: Path) -> Counts:
                     c.functions_over_12_parameters.append(item)
                     if id(node) in top and not _private(node.name):
                         c.public_functions_over_12_parameters.append(item)
-            span = (node.end_lineno or node.lineno) - node.lineno + 1
+            span = (node.end_lineno or node.lineno) - node.lineno + 1 - _declaration_lines(node)
             if span > MAX_FUNCTION_LINES:
                 c.functions_over_150_lines.append(f"{where} {node.name} ({span})")
             if is_method and _is_forwarding(node):

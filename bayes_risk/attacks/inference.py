@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import pandas as pd
@@ -11,7 +11,7 @@ import pandas as pd
 from bayes_risk._attack_specs import GuessSpec
 from bayes_risk._constraints import COLUMN_NAMES, Interval, SequenceOf, check_value
 from bayes_risk._rng import RandomSeed, as_generator
-from bayes_risk._specs import as_spec
+from bayes_risk._specs import as_spec, cli_option
 from bayes_risk.attacks._inputs import attack_inputs, code_table, group_column, result_fields
 from bayes_risk.attacks.linkability import _scale, nearest_rows
 from bayes_risk.attacks.rates import (
@@ -84,8 +84,12 @@ def inference_risk(
     original: pd.DataFrame,
     synthetic: Any,
     *,
-    secret: str | Sequence[str],
-    aux_columns: Sequence[str] | None = None,
+    secret: Annotated[str | Sequence[str], cli_option(
+        "--inference", "columns whose value the intruder guesses, each attacked on its own "
+        "(without it inference is not run)", nargs="+", metavar="SECRET", group="inference")],
+    aux_columns: Annotated[Sequence[str] | None, cli_option(
+        "--aux-columns", "the columns the inference intruder knows of a target (default: every "
+        "column but the secret)", nargs="+", metavar="COL", group="inference")] = None,
     holdout: pd.DataFrame | None = None,
     n_attacks: int | None = 500,
     guess: GuessSpec | None = None,

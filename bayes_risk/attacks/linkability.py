@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import pandas as pd
 
-from bayes_risk._attack_specs import LINKABILITY_ARGUMENTS, two_tables
-from bayes_risk._constraints import Interval, check_params, check_value
+from bayes_risk._attack_specs import parse_column_lists, two_tables
+from bayes_risk._constraints import Interval, check_params, check_value, checked
 from bayes_risk._rng import RandomSeed, as_generator
-from bayes_risk._specs import argument_checks
+from bayes_risk._specs import argument_checks, cli_option
 from bayes_risk.attacks._inputs import (
     AttackInputs,
     attack_inputs,
@@ -124,10 +124,16 @@ def linkability_risk(
     original: pd.DataFrame,
     synthetic: Any,
     *,
-    aux_columns: tuple[Sequence[str], Sequence[str]],
+    aux_columns: Annotated[tuple[Sequence[str], Sequence[str]], cli_option(
+        "--linkability", "the columns of the intruder's two tables, each a comma-separated list, "
+        "e.g. Age,Urban,Marital Income,Expenditure (without it linkability is not run)", nargs=2,
+        metavar=("COLS_A", "COLS_B"), parse=parse_column_lists, group="linkability")],
     holdout: pd.DataFrame | None = None,
     n_attacks: int | None = 500,
-    n_neighbors: int = 1,
+    n_neighbors: Annotated[int, cli_option(
+        "--n-neighbors", "nearest synthetic rows that may link the two parts of a record "
+        "(default 1); the risk is given for every k up to K", type=int, metavar="K",
+        group="linkability") | checked(Interval(int, 1))] = 1,
     schema: Schema | None = None,
     categorical: Iterable[str] | None = None,
     confidence_level: float = 0.95,
@@ -175,7 +181,7 @@ def linkability_risk(
     """
     aux_a, aux_b = _check_aux(aux_columns)
     K = check_params(dict(n_neighbors=n_neighbors),
-                     argument_checks(LINKABILITY_ARGUMENTS))["n_neighbors"]
+                     argument_checks(linkability_risk))["n_neighbors"]
     level = check_confidence_level(confidence_level)
     names = list(original.columns) if schema is None else list(schema.names)
     group_column(groups, names)

@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 
-from bayes_risk._attack_specs import ATTACK_ARGUMENTS
 from bayes_risk._constraints import check_value
 from bayes_risk._specs import argument_checks
 from bayes_risk.exceptions import ValidationError
@@ -73,9 +72,10 @@ class AttackRisk:
 
 def check_confidence_level(confidence_level: float) -> float:
     """``confidence_level`` as a float in (0, 1), or a ``ValidationError`` naming it (the
-    constraint of its row of ``ATTACK_ARGUMENTS``)."""
-    return check_value(confidence_level, argument_checks(ATTACK_ARGUMENTS)["confidence_level"],
-                       "confidence_level")
+    constraint of every attack's ``confidence_level``, declared on ``singling_out_risk``'s)."""
+    return check_value(confidence_level, argument_checks(
+        "bayes_risk.attacks.singling_out:singling_out_risk")["confidence_level"],
+        "confidence_level")
 
 
 def _z(confidence_level: float) -> float:

@@ -7,11 +7,11 @@ from __future__ import annotations
 import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import pandas as pd
 
-from bayes_risk._attack_specs import GuessSpec, PredicateSpec
+from bayes_risk._specs import cli_option
 from bayes_risk.attacks.inference import inference_risk
 from bayes_risk.attacks.linkability import linkability_risk
 from bayes_risk.attacks.singling_out import singling_out_risk
@@ -82,28 +82,40 @@ def attacks_run(original: pd.DataFrame, synthetic: Any, *, holdout: pd.DataFrame
                 singling_out: Mapping[str, Any] | None = None,
                 linkability: Mapping[str, Any] | None = None,
                 inference: Mapping[str, Any] | None = None,
-                predicates: PredicateSpec | None = None, guess: GuessSpec | None = None,
-                **common: Any) -> AttacksRun:
-    """Run anonymeter's attacks on a release, each with the same holdout, schema, seed and
-    ``common`` arguments (``n_attacks``, ``confidence_level``, ``groups``).
+                n_attacks: Annotated[int | None, cli_option(
+                    "--n-attacks", "predicates per dataset and mode, and records attacked in "
+                    "each of ORIGINAL and --holdout (default 500, anonymeter's; linkability and "
+                    "inference use at most the records of each table)", type=int,
+                    metavar="N")] = None,
+                confidence_level: Annotated[float | None, cli_option(
+                    "--confidence-level", "level of the intervals (default 0.95)", type=float,
+                    metavar="P")] = None,
+                groups: Annotated[str | None, cli_option(
+                    "--groups", "a categorical column: the risk of each group of attempts with "
+                    "one of its levels too, for every attack run (anonymeter's "
+                    "risk_for_groups, which groups inference by the secret: give the secret's "
+                    "name); inference and linkability: the attacked records of the level; "
+                    "singling out: the predicates written on a synthetic row of the level; "
+                    "singling_out_groups.csv, linkability_groups.csv, inference_groups.csv",
+                    metavar="COL")] = None) -> AttacksRun:
+    """Run anonymeter's attacks on a release, each with the same holdout, schema, seed,
+    ``n_attacks``, ``confidence_level`` and ``groups``.
 
     Parameters
     ----------
     original, synthetic, holdout, schema, random_seed
         As :func:`~bayes_risk.attacks.singling_out_risk` takes them.
     singling_out : mapping, optional
-        Arguments of :func:`~bayes_risk.attacks.singling_out_risk`; an empty ``mode`` runs no
-        singling out (default: both modes).
+        Arguments of :func:`~bayes_risk.attacks.singling_out_risk` (``mode``, ``predicates``);
+        an empty ``mode`` runs no singling out (default: both modes).
     linkability : mapping, optional
         Arguments of :func:`~bayes_risk.attacks.linkability_risk`; run when it holds
         ``aux_columns``. Its ``n_attacks`` is at most the records of the original and holdout.
     inference : mapping, optional
-        Arguments of :func:`~bayes_risk.attacks.inference_risk`; run when it holds ``secret``.
-    predicates, guess : PredicateSpec, GuessSpec, optional
-        Singling out's predicates and when the inference's guess is right (as the two attacks
-        take them).
-    **common
-        Arguments of every attack.
+        Arguments of :func:`~bayes_risk.attacks.inference_risk` (``secret``, ``guess``, ...);
+        run when it holds ``secret``.
+    n_attacks, confidence_level, groups : optional
+        Arguments of every attack (``None``: the attacks' defaults).
 
     Returns
     -------
@@ -111,14 +123,15 @@ def attacks_run(original: pd.DataFrame, synthetic: Any, *, holdout: pd.DataFrame
     """
     singling_out, linkability, inference = (dict(a or {}) for a in (singling_out, linkability,
                                                                       inference))
-    shared = dict(holdout=holdout, schema=schema, random_seed=random_seed, **common)
+    common = dict(n_attacks=n_attacks, confidence_level=confidence_level, groups=groups)
+    shared = dict(holdout=holdout, schema=schema, random_seed=random_seed,
+                  **{k: v for k, v in common.items() if v is not None})
     so = lk = inf = None
     # inference first: the cheapest attack, so that a bad secret stops the run at once
     if "secret" in inference:
-        inf = inference_risk(original, synthetic, **inference, guess=guess, **shared)
+        inf = inference_risk(original, synthetic, **inference, **shared)
     if singling_out.get("mode", True):
-        so = singling_out_risk(original, synthetic, **singling_out, predicates=predicates,
-                               **shared)
+        so = singling_out_risk(original, synthetic, **singling_out, **shared)
     if "aux_columns" in linkability:
         sizes = [len(original)] + ([] if holdout is None else [len(holdout)])
         n = shared.pop("n_attacks", inspect.signature(linkability_risk).parameters[

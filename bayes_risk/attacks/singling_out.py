@@ -5,15 +5,22 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import pandas as pd
 
-from bayes_risk._attack_specs import ATTACK_ARGUMENTS, PredicateSpec
-from bayes_risk._constraints import Options, SequenceOf, check_params, check_value
+from bayes_risk._attack_specs import PredicateSpec, parse_modes
+from bayes_risk._constraints import (
+    Interval,
+    Options,
+    SequenceOf,
+    check_params,
+    check_value,
+    checked,
+)
 from bayes_risk._rng import RandomSeed, as_generator
-from bayes_risk._specs import argument_checks, as_spec
+from bayes_risk._specs import argument_checks, as_spec, cli_option
 from bayes_risk.attacks import predicates as pr
 from bayes_risk.attacks._inputs import attack_inputs, code_table, group_column, result_fields
 from bayes_risk.attacks.rates import (
@@ -177,12 +184,18 @@ def singling_out_risk(
     synthetic: Any,
     *,
     holdout: pd.DataFrame | None = None,
-    mode: str | Sequence[str] = MODES,
-    n_attacks: int = 500,
+    mode: Annotated[str | Sequence[str], cli_option(
+        "--singling-out", "modes to run: univariate (one column per predicate), multivariate "
+        "(--n-cols columns), or none (default: both)", nargs="+", metavar="MODE",
+        choices=("univariate", "multivariate", "none"), parse=parse_modes,
+        group="singling out")] = MODES,
+    # the checks of every attack's n_attacks and confidence_level (bayes-risk attacks: its
+    # options, attacks_run's)
+    n_attacks: Annotated[int, checked(Interval(int, 1))] = 500,
     predicates: PredicateSpec | None = None,
     schema: Schema | None = None,
     categorical: Iterable[str] | None = None,
-    confidence_level: float = 0.95,
+    confidence_level: Annotated[float, checked(Interval(float, 0, 1, closed="neither"))] = 0.95,
     random_seed: RandomSeed = None,
     groups: str | None = None,
 ) -> SinglingOutResult:
@@ -239,7 +252,7 @@ def singling_out_risk(
     """
     modes = _check_modes(mode)
     given = check_params(dict(n_attacks=n_attacks, confidence_level=confidence_level),
-                         argument_checks(ATTACK_ARGUMENTS))
+                         argument_checks(singling_out_risk))
     n_attacks, level = given["n_attacks"], given["confidence_level"]
     predicates = as_spec(predicates, PredicateSpec, "predicates")
     n_cols, max_attempts = predicates.n_cols, predicates.max_attempts

@@ -14,12 +14,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import pandas as pd
 
 from bayes_risk._constraints import COLUMN_NAMES, check_value
+from bayes_risk._specs import cli_option
 from bayes_risk.attribute.specs import DEFAULT_DELTA
 from bayes_risk.exceptions import NotSupportedError, SchemaError, ValidationError, arg_name
 
@@ -105,8 +106,20 @@ def _t_interval(values: np.ndarray) -> tuple[float, float]:
 
 
 # ----------------------------------------------------------------- the relative difference
-def relative_difference(original: pd.DataFrame, synthetic: Any, *, columns: Sequence[str],
-                        top: int = 1, delta: float = DEFAULT_DELTA) -> Any:
+def relative_difference(
+    original: pd.DataFrame,
+    synthetic: Any,
+    *,
+    columns: Annotated[Sequence[str], cli_option(
+        "--relative-difference", "the relative difference between the largest true value of "
+        "each of these numeric columns and the intruder's estimate of it from the release (Kim "
+        "et al. 2018; no model needed): relative_difference.csv and summary.json", nargs="+",
+        metavar="COL")],
+    top: Annotated[int, cli_option(
+        "--top", "--relative-difference: the K largest values of each column, each a target "
+        "(default 1)", type=int, metavar="K")] = 1,
+    delta: float = DEFAULT_DELTA,
+) -> Any:
     """The relative difference between each of the ``top`` largest true values of ``columns``
     and the intruder's estimate of it from the release (Kim et al. 2018; Hu 2019, §1).
 
@@ -158,14 +171,14 @@ def relative_difference(original: pd.DataFrame, synthetic: Any, *, columns: Sequ
     """
     from bayes_risk._constraints import Interval, check_value
     from bayes_risk._specs import argument_checks
-    from bayes_risk.attribute.specs import LARGEST_VALUE_ARGUMENTS
     from bayes_risk.results.business import RelativeDifferenceResult
 
     datasets, source = _release(original, synthetic)
     cols = _numeric(original, datasets, source, columns, "columns")
     top = check_value(top, Interval(int, 1), arg_name("top"))
-    delta = check_value(delta, argument_checks(LARGEST_VALUE_ARGUMENTS)["delta"],
-                        arg_name("delta"))
+    # the largest-value scenarios' delta, the same quantity
+    delta = check_value(delta, argument_checks(
+        "bayes_risk.attribute.largest_value:largest_value_risk")["delta"], arg_name("delta"))
     paired = _row_paired(original, datasets, source)
     estimators = ESTIMATORS if not paired else ESTIMATORS[:1]
     rows = []
@@ -223,8 +236,16 @@ def _rd_row(c: str, r: int, rec: int, truth: float, e: str, est: np.ndarray,
 
 
 # ------------------------------------------------------------------------ closest match
-def closest_match(original: pd.DataFrame, synthetic: Any, *,
-                  keys: Sequence[str] | None = None) -> Any:
+def closest_match(
+    original: pd.DataFrame,
+    synthetic: Any,
+    *,
+    keys: Annotated[Sequence[str] | None, cli_option(
+        "--closest-match", "the percentage of records whose closest released record, in "
+        "standardised Euclidean distance over these numeric columns (default: the synthesized "
+        "numeric columns), is their own (Domingo-Ferrer et al. 2001; Kim et al. 2015; no model "
+        "needed): closest_match.csv and summary.json", nargs="*", metavar="COL")] = None,
+) -> Any:
     """The percentage of records whose closest released record is their own
     (distance-based record linkage, Domingo-Ferrer et al. 2001; Kim et al. 2015; Hu 2019, §1).
 

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator, Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import pandas as pd
 
 from bayes_risk._constraints import check_keywords
 from bayes_risk._lattice import LatticeSpec, Warned, planned, sweep
-from bayes_risk._specs import as_spec
+from bayes_risk._specs import as_spec, cli_option
 from bayes_risk.attribute.api import attribute_risk
 from bayes_risk.attribute.prepare import prepare
 from bayes_risk.attribute.specs import ESTIMATORS, EstimatorSpec, ScenarioSpec
@@ -36,7 +36,13 @@ _OPTIONS: dict[str, Any] = {
 
 @interruptible
 def attribute_known_sweep(
-    original: pd.DataFrame, synthetic: Any, *, model: Any, known: Sequence[str],
+    original: pd.DataFrame, synthetic: Any, *, model: Any,
+    known: Annotated[Sequence[str], cli_option(
+        "--known-sweep", "also compute the attribute risk for every subset of these synthesized "
+        "columns known of each record's own values (up to --max-size, a greedy path beyond; the "
+        "empty subset is the worst case), the Pareto frontier, Shapley values and per-level "
+        "contributions (DIR/known_sweep*.csv and .png); the refits are made once", nargs="+",
+        metavar="COL")],
     lattice: LatticeSpec | None = None,
     measure: Literal["mean_p_true", "prop_top"] = "mean_p_true",
     random_seed: Any = None, progressbar: bool = True,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import pandas as pd
 
@@ -20,6 +20,7 @@ from bayes_risk._constraints import (
     check_value,
     check_vector,
 )
+from bayes_risk._specs import cli_option
 from bayes_risk._terminal import progress
 from bayes_risk.attribute.specs import ScenarioSpec
 from bayes_risk.exceptions import interruptible
@@ -35,9 +36,19 @@ _OPTIONS = ("records", "candidates", "prior", "estimator", "allow_other_model")
 
 @interruptible
 def known_fraction_curve(
-    original: pd.DataFrame, synthetic: Any, *, model: Any,
-    fractions: Sequence[float] = (0.0, 0.25, 0.5, 0.75, 1.0), seed: int = 0,
-    random_seed: Any = None, progressbar: bool = True, **kwargs: Any,
+    original: pd.DataFrame,
+    synthetic: Any,
+    *,
+    model: Any,
+    fractions: Annotated[Sequence[float], cli_option(
+        "--known-curve", "also compute the attribute risk as the share of records the intruder "
+        "knows grows, at these shares in [0, 1] (1: the worst case; 0: no other record known), "
+        "the refits made once (DIR/known_curve.csv and .png)", nargs="+", type=float,
+        metavar="F")] = (0.0, 0.25, 0.5, 0.75, 1.0),
+    seed: int = 0,
+    random_seed: Any = None,
+    progressbar: bool = True,
+    **kwargs: Any,
 ) -> KnownFractionResult:
     """Attribute risk as the share of the other records the intruder knows grows.
 

@@ -5,12 +5,15 @@ See :doc:`/methods/attribute` (Intruders of the largest value).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
 
+from bayes_risk._constraints import Interval, checked
 from bayes_risk._numeric import logsumexp, normalise_log
+from bayes_risk._specs import argument_checks, cli_option
 from bayes_risk.attribute.estimator import is_estimate
+from bayes_risk.attribute.specs import DEFAULT_DELTA
 from bayes_risk.contract import LargestValuePieces, missing_members
 from bayes_risk.exceptions import ValidationError, arg_name
 
@@ -24,9 +27,26 @@ LARGEST_VALUE_SCENARIOS = ("largest_value", "second_largest", "two_largest_sum")
 
 
 def largest_value_risk(
-    model: Any, original: pd.DataFrame, synthetic: Any, column: str, *,
-    scenario: str = "largest_value", upper: float | None = None, delta: float = 0.05,
-    total_known: bool = False, allow_other_model: bool = False,
+    model: Any,
+    original: pd.DataFrame,
+    synthetic: Any,
+    column: Annotated[str, cli_option(
+        "--column", "the magnitude column of the largest-value scenarios", metavar="COL")],
+    *,
+    scenario: str = "largest_value",
+    upper: Annotated[float | None, cli_option(
+        "--upper", "upper end of the candidate grid [y(2), U] of the largest value (default 1.5 "
+        "times the largest value; largest-value and second-largest only)", type=float,
+        metavar="U")] = None,
+    total_known: Annotated[bool, cli_option(
+        "--total-known", "second-largest: the intruder also knows the column total",
+        action="store_true")] = False,
+    delta: Annotated[float, cli_option(
+        "--delta", "largest-value scenarios: report the posterior probability within D times the "
+        f"largest value of it (default {DEFAULT_DELTA}); --relative-difference: a relative "
+        "difference at most D is a disclosure", type=float, metavar="D")
+        | checked(Interval(float, 0, closed="neither"))] = DEFAULT_DELTA,
+    allow_other_model: bool = False,
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Wei & Reiter's (2016) intruder of the largest value of ``column``, end to end.
 
@@ -45,10 +65,10 @@ def largest_value_risk(
     upper : float, optional
         Upper end of the candidate grid ``[y(2), upper]`` (default ``ceil(1.5 y(1))``; not
         with ``two_largest_sum``).
-    delta : float
-        Half-width of the relative interval of ``P_interval`` (> 0).
     total_known : bool
         ``second_largest``: the intruder also knows the column total.
+    delta : float
+        Half-width of the relative interval of ``P_interval`` (> 0).
     allow_other_model : bool
         Accept a release the model did not make.
 
@@ -67,13 +87,11 @@ def largest_value_risk(
     import pandas as pd
 
     from bayes_risk._constraints import Options, check_value
-    from bayes_risk._specs import argument_checks
-    from bayes_risk.attribute.specs import LARGEST_VALUE_ARGUMENTS
     from bayes_risk.attribute.summaries import largest_value
     from bayes_risk.contract import capabilities
 
     check_value(scenario, Options(LARGEST_VALUE_SCENARIOS, listed=True), "scenario")
-    delta = check_value(delta, argument_checks(LARGEST_VALUE_ARGUMENTS)["delta"],
+    delta = check_value(delta, argument_checks(largest_value_risk)["delta"],
                         arg_name("delta"))
     if not capabilities(model).has("largest_value"):
         raise ValidationError(

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
+from bayes_risk._specs import cli_option
 from bayes_risk.attribute.api import attribute_risk
 from bayes_risk.attribute.largest_value import LARGEST_VALUE_SCENARIOS, largest_value_risk
 from bayes_risk.results.attribute import EVIDENCE_FACTOR
@@ -108,7 +109,9 @@ def attribute_run(
     model: Any,
     scenario: Any = "worst_case",
     known_sweep: Sequence[str] | None = None,
-    max_size: int | None = None,
+    max_size: Annotated[int | None, cli_option(
+        "--max-size", "largest subset size evaluated exhaustively by --known-sweep (default: "
+        "every size)", type=int, metavar="K")] = None,
     known_curve: Sequence[float] | None = None,
     curve_seed: int = 0,
     share_refits: bool = False,

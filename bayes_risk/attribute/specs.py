@@ -26,9 +26,7 @@ if TYPE_CHECKING:  # module level holds the standard library only (the parsers r
 __all__ = ["ScenarioSpec", "EstimatorSpec", "SCENARIOS", "ESTIMATORS", "KHAT_POSTERIORS",
            "KHAT_TOLERANCE", "REFIT_CACHE_HELP", "REFIT_COST_HELP", "PLUGIN_REPLICATES_HELP",
            "scenario_arg",
-           "DEFAULT_DELTA", "LARGEST_VALUE_ARGUMENTS", "KNOWN_CURVE_ARGUMENTS",
-           "RELATIVE_DIFFERENCE_ARGUMENTS", "CLOSEST_MATCH_ARGUMENTS",
-           "KNOWN_SWEEP_ARGUMENTS"]
+           "DEFAULT_DELTA"]
 
 #: ``KHAT_HIGH`` under ``khat_rule="material"``: by how much the truth's probability may at
 #: most be understated (probability scale)
@@ -63,75 +61,6 @@ PLUGIN_REPLICATES_HELP = (
 
 #: ``delta`` of the largest-value scenarios: :func:`bayes_risk.attribute.summaries.largest_value`'s
 DEFAULT_DELTA = 0.05
-
-#: the arguments of :func:`~bayes_risk.attribute.largest_value.largest_value_risk` with their
-#: options of ``bayes-risk attribute`` (``delta`` is ``relative_difference``'s too, checked
-#: by the same constraint)
-LARGEST_VALUE_ARGUMENTS: dict[str, dict[str, Any]] = {
-    "column": cli_option("--column", "the magnitude column of the largest-value scenarios",
-                         metavar="COL"),
-    "upper": cli_option(
-        "--upper", "upper end of the candidate grid [y(2), U] of the largest value (default 1.5 "
-        "times the largest value; largest-value and second-largest only)", type=float,
-        metavar="U"),
-    "total_known": cli_option(
-        "--total-known", "second-largest: the intruder also knows the column total",
-        action="store_true"),
-    "delta": cli_option(
-        "--delta", "largest-value scenarios: report the posterior probability within D times the "
-        f"largest value of it (default {DEFAULT_DELTA}); --relative-difference: a relative "
-        "difference at most D is a disclosure", type=float, metavar="D")
-        | checked(Interval(float, 0, closed="neither")),
-}
-
-#: the arguments of :func:`~bayes_risk.attribute.business.relative_difference` with their
-#: options of ``bayes-risk attribute``
-#: (``delta`` is the largest-value scenarios' ``--delta``, the same quantity)
-RELATIVE_DIFFERENCE_ARGUMENTS: dict[str, dict[str, Any]] = {
-    "columns": cli_option(
-        "--relative-difference", "the relative difference between the largest true value of "
-        "each of these numeric columns and the intruder's estimate of it from the release (Kim "
-        "et al. 2018; no model needed): relative_difference.csv and summary.json", nargs="+",
-        metavar="COL"),
-    "top": cli_option(
-        "--top", "--relative-difference: the K largest values of each column, each a target "
-        "(default 1)", type=int, metavar="K"),
-}
-
-#: the argument of :func:`~bayes_risk.attribute.business.closest_match` with its option of
-#: ``bayes-risk attribute``
-CLOSEST_MATCH_ARGUMENTS: dict[str, dict[str, Any]] = {
-    "keys": cli_option(
-        "--closest-match", "the percentage of records whose closest released record, in "
-        "standardised Euclidean distance over these numeric columns (default: the synthesized "
-        "numeric columns), is their own (Domingo-Ferrer et al. 2001; Kim et al. 2015; no model "
-        "needed): closest_match.csv and summary.json", nargs="*", metavar="COL"),
-}
-
-
-#: the argument of :func:`~bayes_risk.attribute.known_curve.known_fraction_curve` with its
-#: option of ``bayes-risk attribute``
-KNOWN_CURVE_ARGUMENTS: dict[str, dict[str, Any]] = {
-    "fractions": cli_option(
-        "--known-curve", "also compute the attribute risk as the share of records the intruder "
-        "knows grows, at these shares in [0, 1] (1: the worst case; 0: no other record known), "
-        "the refits made once (DIR/known_curve.csv and .png)", nargs="+", type=float,
-        metavar="F"),
-}
-
-#: the arguments of :func:`~bayes_risk.attribute.knowledge.attribute_known_sweep` with their
-#: options of ``bayes-risk attribute``
-KNOWN_SWEEP_ARGUMENTS: dict[str, dict[str, Any]] = {
-    "known": cli_option(
-        "--known-sweep", "also compute the attribute risk for every subset of these synthesized "
-        "columns known of each record's own values (up to --max-size, a greedy path beyond; the "
-        "empty subset is the worst case), the Pareto frontier, Shapley values and per-level "
-        "contributions (DIR/known_sweep*.csv and .png); the refits are made once", nargs="+",
-        metavar="COL"),
-    "max_size": cli_option(
-        "--max-size", "largest subset size evaluated exhaustively by --known-sweep (default: "
-        "every size)", type=int, metavar="K"),
-}
 
 #: What the intruder knows (see :class:`ScenarioSpec`).
 SCENARIOS = ("worst_case", "partially_known", "empty", "known_records")

@@ -10,12 +10,12 @@ import traceback
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import pandas as pd
 
-from bayes_risk._specs import as_spec
+from bayes_risk._specs import as_spec, cli_option
 from bayes_risk._terminal import say
 from bayes_risk.auditing.outcome import StepOutcome
 from bayes_risk.auditing.plan import skip_arg
@@ -42,9 +42,13 @@ def audit(
     original: pd.DataFrame | str | os.PathLike[str],
     synthetic: Any,
     *,
-    known: Sequence[str],
+    known: Annotated[Sequence[str], cli_option(
+        "--known", "columns the intruder knows (identification; keys of the empirical measures)",
+        nargs="+", required=True, metavar="COL")],
     model: Any = None,
-    synthesized: Sequence[str] | None = None,
+    synthesized: Annotated[Sequence[str] | None, cli_option(
+        "--synthesized", "synthesized columns (default: the release manifest's, else the "
+        "columns that differ from the original)", nargs="+", metavar="COL")] = None,
     schema: Any = None,
     holdout: pd.DataFrame | None = None,
     settings: AuditSettings | None = None,

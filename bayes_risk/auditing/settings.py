@@ -28,7 +28,7 @@ from bayes_risk.identification.specs import REFINE_POINTS, MatchSpec
 # imports no numpy at module level: the command line declares the audit's options from the
 # fields (cli_option, cli_spec) and 'bayes-risk --help' imports no numpy
 
-__all__ = ["AuditSettings", "DEFAULT_SWEEP", "SETTINGS_GROUP", "settings_row", "AUDIT_ARGUMENTS"]
+__all__ = ["AuditSettings", "DEFAULT_SWEEP", "SETTINGS_GROUP", "settings_row"]
 
 #: the argument group of ``bayes-risk audit --help`` that lists the settings the report states
 SETTINGS_GROUP = "settings (each default is stated in the report)"
@@ -36,21 +36,6 @@ SETTINGS_GROUP = "settings (each default is stated in the report)"
 #: the radii of the audit's radius search (0, exact matching, is always added): Hornby & Hu's
 #: (2021, §4.1) grid widened to ±100 % (:data:`bayes_risk.identification.radius.SEARCH_RADII`)
 DEFAULT_SWEEP: tuple[float, ...] = (0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0)
-
-
-#: the arguments of :func:`~bayes_risk.auditing.audit` beside its settings, with their options
-#: of ``bayes-risk audit`` (``thresholds`` checked by ``Thresholds.parse``)
-AUDIT_ARGUMENTS: dict[str, dict[str, Any]] = {
-    "known": cli_option(
-        "--known", "columns the intruder knows (identification; keys of the empirical measures)",
-        nargs="+", required=True, metavar="COL"),
-    "synthesized": cli_option(
-        "--synthesized", "synthesized columns (default: the release manifest's, else the "
-        "columns that differ from the original)", nargs="+", metavar="COL"),
-    "thresholds": cli_option(
-        "--threshold", "verdict threshold (repeat; names and defaults below)", action="append",
-        metavar="NAME=VALUE", group=SETTINGS_GROUP),
-}
 
 
 def settings_row(step: str, name: str, note: str = "") -> dict[str, tuple[str, str, str]]:
@@ -99,6 +84,9 @@ class AuditSettings:
         ``radius`` and ``radius_type`` of the identification steps. The radius is the one
         reported beside the worst case (default: Hornby & Hu's convention, a percentage radius
         of 0.1 on every numeric known column); any other field given is refused.
+    thresholds : Thresholds, mapping or list of "NAME=VALUE", optional
+        Thresholds of the verdict lines (:class:`~bayes_risk.auditing.Thresholds`; default:
+        each measure's own).
     sweep : sequence of float or None
         ``radii`` of the worst-case radius search (:func:`~bayes_risk.radius_search`), over
         every numeric known column, synthesized or released unchanged (default
@@ -156,9 +144,6 @@ class AuditSettings:
     model_function : str or callable, optional
         The model function of a PyMC model folder given as ``model``, as its ``model.json``
         names it (:func:`~bayes_risk.models.load_model`; :doc:`/user_guide/security`).
-    thresholds : Thresholds, mapping or list of "NAME=VALUE", optional
-        Thresholds of the verdict lines (:class:`~bayes_risk.auditing.Thresholds`; default:
-        each measure's own).
     executor : None, distributed.Client or Executor, optional
         Where the engines of the identification, posterior-identification and attribute steps
         run their partitions (:func:`bayes_risk.executors.as_executor`; a ``Client``: on its
@@ -189,6 +174,10 @@ class AuditSettings:
                 "number for every numeric known column; default 0.1, Hornby & Hu's convention)"},
         radius_type={"group": SETTINGS_GROUP, "help": "how --radius is read (default "
                      "percentage)"}))
+    # checked by the audit (Thresholds.parse reads the registered measures)
+    thresholds: Any = field(default=None, metadata=cli_option(
+        "--threshold", "verdict threshold (repeat; names and defaults below)", action="append",
+        metavar="NAME=VALUE", group=SETTINGS_GROUP))
     sweep: Sequence[float] | None = field(default=DEFAULT_SWEEP, metadata=cli_option(
         "--radius-sweep", "radii of the worst-case radius search (default Hornby & Hu's grid "
         "widened to 1: 0.01,0.025,0.05,0.1,0.2,0.3,0.5,1), or 'none' (the verdict then reads "
@@ -278,8 +267,6 @@ class AuditSettings:
         action="store_true"))
     allow_other_model: bool = False
     model_function: str | Callable[..., Any] | None = None
-    # checked by the audit (Thresholds.parse reads the registered measures)
-    thresholds: Any = None
     executor: Any = None
 
     def __post_init__(self) -> None:

@@ -44,15 +44,16 @@ class Run:
     Parameters
     ----------
     function : str
-        The library function, ``"module:name"`` (imported when the run starts).
+        The library function, ``"module:name"`` (imported when the run starts); its
+        parameters that declare an option (``param: Annotated[T, cli_option(...)]``,
+        :func:`bayes_risk._specs.cli_arguments`) are passed when their option is given.
     specs : mapping
         Keyword -> spec class, built from its options before any file is read, or a function
-        of the options building it.
-    arguments : tuple
-        The tables of the function's arguments (their options passed when given).
+        of the options building it; ``"group.keyword"``: that keyword of an argument group's
+        mapping.
     argument_groups : mapping
-        Keyword -> a table of arguments passed together as that one keyword's mapping (the
-        arguments of one of the calls the function makes).
+        Keyword -> the function (``"module:name"``) of one of the calls ``function`` makes,
+        whose options given are passed together as that one keyword's mapping.
     check : callable, optional
         A check of the options against each other (``ValidationError``), before any file is
         read.
@@ -97,8 +98,7 @@ class Run:
     function: str
     specs: Mapping[str, type | Callable[[argparse.Namespace], Any]] = dataclasses.field(
         default_factory=dict)
-    arguments: tuple[Mapping[str, Any], ...] = ()
-    argument_groups: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    argument_groups: Mapping[str, str] = dataclasses.field(default_factory=dict)
     check: Callable[[argparse.Namespace], None] | None = None
     reads: tuple[str | tuple[str, Callable[[argparse.Namespace, dict[str, Any]], Any]], ...] = ()
     inputs: tuple[str | tuple[str, Callable[[argparse.Namespace, dict[str, Any]], Any]],
@@ -125,9 +125,11 @@ class Run:
             self.check(args)
         kw: dict[str, Any] = {k: spec(**spec_values(spec, given)) if isinstance(spec, type)
                               else spec(args) for k, spec in self.specs.items()}
-        for table in self.arguments:
-            kw.update(argument_values(table, given))
-        kw.update({k: argument_values(table, given) for k, table in self.argument_groups.items()})
+        kw.update(argument_values(self.function, given))
+        kw.update({k: argument_values(f, given) for k, f in self.argument_groups.items()})
+        for k in [k for k in kw if "." in k]:  # a spec of one of the calls: in its mapping
+            group, _, keyword = k.partition(".")
+            kw[group][keyword] = kw.pop(k)
         if "synthetic" in self.inputs:
             kw["original"], kw["synthetic"] = _common.read_inputs(args, row_order=self.row_order)
         else:

@@ -50,9 +50,9 @@ def run(args: argparse.Namespace) -> int:
     thresholds = Thresholds.parse(args.threshold)
     # --radius COL=R read here (the terminal's spelling); the spec checks the values
     given = {**vars(args), "radius": parse_radius(args.radius, vector=False)}
-    settings = AuditSettings(**spec_values(AuditSettings, given),
+    settings = AuditSettings(**{**spec_values(AuditSettings, given), "thresholds": thresholds},
                              allow_other_model=args.allow_other_model,
-                             model_function=args.model_function, thresholds=thresholds)
+                             model_function=args.model_function)
     before = _before(args)
     original, syn = read_inputs(args)
     schema = release_schema(original, syn, args)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -21,7 +21,7 @@ from bayes_risk._constraints import (
     check_params,
     check_value,
 )
-from bayes_risk._specs import as_spec, is_integer
+from bayes_risk._specs import as_spec, cli_option, is_integer
 from bayes_risk.data.coding import coded_as_released
 from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.normalise import as_synthetic_list
@@ -38,7 +38,7 @@ from bayes_risk.disclosure._encode import (
     resolve_inputs,
 )
 from bayes_risk.disclosure._rcompat import c_sort, r_as_character, r_format
-from bayes_risk.disclosure.specs import ExclusionSpec
+from bayes_risk.disclosure.specs import CONVENTIONS, ExclusionSpec
 from bayes_risk.exceptions import CALLER, DataWarning, ValidationError
 from bayes_risk.results.disclosure import (
     REPU_MEASURES,
@@ -323,15 +323,30 @@ def disclosure_measures(
     original: pd.DataFrame,
     synthetic: Any,
     *,
-    keys: Sequence[str],
-    target: str,
+    keys: Annotated[Sequence[str], cli_option(
+        "--keys", "key columns (quasi-identifiers) combined into one key (required unless only "
+        "--differencing is asked for)", nargs="+", metavar="COL")],
+    target: Annotated[str, cli_option(
+        "--target", "the attribute whose disclosure is measured (required with --keys)",
+        metavar="COL")],
     schema: Schema | None = None,
     categorical: Iterable[str] | None = None,
-    ngroups_target: int | None = None,
-    ngroups_keys: int | Sequence[int] | None = None,
+    ngroups_target: Annotated[int | None, cli_option(
+        "--ngroups-target", "group a numeric target into about N groups (quantiles of the pooled "
+        "original and synthetic values); default: every distinct value is a level", type=int,
+        metavar="N", group=CONVENTIONS)] = None,
+    ngroups_keys: Annotated[int | Sequence[int] | None, cli_option(
+        "--ngroups-keys", "group numeric keys likewise: one N for every numeric key, or one per "
+        "key (0: not grouped)", nargs="+", type=int, metavar="N",
+        parse=lambda given: given[0] if len(given) == 1 else given, group=CONVENTIONS)] = None,
     exclude: ExclusionSpec | None = None,
-    k_anonymity: Sequence[int] = (2, 3, 5),
-    compat: Literal["synthpop"] | None = None,
+    k_anonymity: Annotated[Sequence[int], cli_option(
+        "--k-anonymity", "k of the original's k-anonymity counts on the keys (default 2 3 5)",
+        nargs="+", type=int, metavar="K", group=CONVENTIONS)] = (2, 3, 5),
+    compat: Annotated[Literal["synthpop"] | None, cli_option(
+        "--compat", "reproduce synthpop 1.9-2 exactly, including its misaligned tables for an "
+        "ungrouped numeric target and its text comparison of replicated uniques",
+        choices=("synthpop",), group=CONVENTIONS)] = None,
 ) -> DisclosureMeasures:
     """Identity, attribute and CAP disclosure measures of synthpop's ``disclosure()``
     (:doc:`/methods/disclosure`).

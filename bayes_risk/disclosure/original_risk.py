@@ -9,18 +9,18 @@ import math
 import warnings
 from collections.abc import Sequence
 from itertools import combinations
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import Interval, check_params, check_value
-from bayes_risk._specs import argument_checks
+from bayes_risk._constraints import Interval, Options, check_params, check_value, checked
+from bayes_risk._specs import argument_checks, cli_option
 from bayes_risk.data.normalise import check_not_empty
 from bayes_risk.data.schema import did_you_mean
 from bayes_risk.data.validate import require_frame
 from bayes_risk.disclosure._encode import column_names
-from bayes_risk.disclosure.specs import ORIGINAL_RISK_ARGUMENTS
+from bayes_risk.disclosure.specs import SDCMICRO_CONVENTIONS
 from bayes_risk.exceptions import (
     CALLER,
     DataWarning,
@@ -71,7 +71,7 @@ def _check(original: Any, keys: list[str], sensitive: list[str], method: Any, ma
         raise ValidationError(f"weights column {weights!r} is also a key or sensitive column.")
     check_params(dict(method=method, compat=compat, max_size=max_size,
                       dis_fraction=dis_fraction, recursive_c=recursive_c),
-                 argument_checks(ORIGINAL_RISK_ARGUMENTS))
+                 argument_checks(original_risk))
     for k in k_anonymity:
         check_value(k, Interval(int, 2), "k_anonymity values")
 
@@ -388,19 +388,50 @@ def _k_anonymity(f: np.ndarray, F: np.ndarray | None, k: int) -> dict[str, Any]:
         row["n_violating_population"] = int(np.sum(F < k))
     return row
 
+
 def original_risk(
     original: pd.DataFrame,
     *,
-    keys: Sequence[str],
-    weights: str | Sequence[float] | np.ndarray | None = None,
-    sensitive: str | Sequence[str] | None = None,
-    method: Literal["approx", "exact"] = "approx",
-    suda: bool = True,
-    max_size: int | None = None,
-    dis_fraction: float = 0.01,
-    recursive_c: float = 2.0,
-    k_anonymity: Sequence[int] = (2, 3, 5),
-    compat: Literal["sdcmicro"] | None = None,
+    keys: Annotated[Sequence[str], cli_option(
+        "--keys", "key columns (quasi-identifiers), combined into one key; values are compared as "
+        "they are (an empty cell is a value of its own unless --compat sdcmicro)", nargs="+",
+        metavar="COL", required=True)],
+    weights: Annotated[str | Sequence[float] | np.ndarray | None, cli_option(
+        "--weights", "survey weights of the records (a column of ORIGINAL): the "
+        "Benedetti-Franconi risk; default: none, every record's risk is 1/f_k", metavar="COL")
+    ] = None,
+    sensitive: Annotated[str | Sequence[str] | None, cli_option(
+        "--sensitive", "sensitive columns whose l-diversity in the key cells is computed",
+        nargs="+", metavar="COL")] = None,
+    method: Annotated[Literal["approx", "exact"], cli_option(
+        "--method", "with --weights: sdcMicro's approximation of the risk of key cells of 3 or "
+        "more records (default; it overstates the exact risk by at most about 4 %%) or the exact "
+        "expectation", choices=("approx", "exact"), group=SDCMICRO_CONVENTIONS)
+        | checked(Options(("approx", "exact"), listed=True))] = "approx",
+    suda: Annotated[bool, cli_option(
+        "--no-suda", "skip SUDA2 (it examines every subset of the keys)", action="store_true",
+        parse=lambda flag: not flag, group=SDCMICRO_CONVENTIONS)] = True,
+    max_size: Annotated[int | None, cli_option(
+        "--max-size", "largest minimal sample unique searched by SUDA2 (default: every size)",
+        type=int, metavar="K", group=SDCMICRO_CONVENTIONS) | checked([Interval(int, 1), None])
+    ] = None,
+    dis_fraction: Annotated[float, cli_option(
+        "--dis-fraction", "sampling fraction of the DIS score (sdcMicro's DisFraction, default "
+        "0.01)", type=float, metavar="F", group=SDCMICRO_CONVENTIONS)
+        | checked(Interval(float, 0, 1, closed="neither"))] = 0.01,
+    recursive_c: Annotated[float, cli_option(
+        "--recursive-c", "constant c of recursive (c, l) l-diversity (default 2)", type=float,
+        metavar="C", group=SDCMICRO_CONVENTIONS) | checked(Interval(float, 0, closed="neither"))
+    ] = 2.0,
+    k_anonymity: Annotated[Sequence[int], cli_option(
+        "--k-anonymity", "k of the k-anonymity counts (default 2 3 5)", nargs="+", type=int,
+        metavar="K", group=SDCMICRO_CONVENTIONS)] = (2, 3, 5),
+    compat: Annotated[Literal["sdcmicro"] | None, cli_option(
+        "--compat", "reproduce sdcMicro 5.8.1 exactly, including its missing values: an empty key "
+        "cell matches every value in f_k and F_k (lowering the risk), is never part of a minimal "
+        "sample unique, and each empty sensitive cell is a distinct value",
+        choices=("sdcmicro",), group=SDCMICRO_CONVENTIONS)
+        | checked([Options(("sdcmicro",), listed=True), None])] = None,
 ) -> OriginalRisk:
     """Re-identification risk of the original on its keys, as sdcMicro computes it.
 

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
+
+from bayes_risk._specs import cli_option
 
 __all__ = ["DisclosureRun", "disclosure_run"]
 
@@ -35,27 +37,32 @@ class DisclosureRun:
                            if r is not None)
 
 
-def disclosure_run(original: Any, synthetic: Any, *, keys: Sequence[str] | None = None,
-                   schema: Any = None, exclude: Any = None, differencing: bool = False,
-                   selected: Any = None, **kwargs: Any) -> DisclosureRun:
-    """:func:`~bayes_risk.disclosure.disclosure_measures` of ``keys`` (not run without them)
-    and, with ``differencing``, :func:`~bayes_risk.disclosure.differencing_check` (``selected``:
-    its ``records``), first.
+def disclosure_run(original: Any, synthetic: Any, *, measures: Mapping[str, Any] | None = None,
+                   schema: Any = None, exclude: Any = None,
+                   differencing: Annotated[bool, cli_option(
+                       "--differencing", "also compare the implicates of a partially synthetic "
+                       "release: the records whose values differ between them are revealed as "
+                       "the ones selected for synthesis (Hawala 2008); writes differencing.json "
+                       "and differencing.csv. Alone (without --keys/--target) it runs only this "
+                       "check", action="store_true")] = False,
+                   selected: Any = None) -> DisclosureRun:
+    """:func:`~bayes_risk.disclosure.disclosure_measures` of ``measures`` (not run without their
+    ``keys``) and, with ``differencing``, :func:`~bayes_risk.disclosure.differencing_check`
+    (``selected``: its ``records``), first.
 
     Parameters
     ----------
     original, synthetic
         As the measures take them.
-    keys : sequence of str, optional
-        The measures' keys.
+    measures : mapping, optional
+        Arguments of :func:`~bayes_risk.disclosure.disclosure_measures` (``keys``, ``target``,
+        ...); the measures are run when it holds ``keys``.
     schema, exclude : optional
         The measures' schema and :class:`~bayes_risk.disclosure.ExclusionSpec`.
     differencing : bool
         Run the differencing check of the implicates.
     selected : optional
         The records selected for synthesis (the check's ``records``).
-    **kwargs
-        The measures' other arguments (``target``, ``schema``, ``exclude``, ...).
 
     Returns
     -------
@@ -65,7 +72,8 @@ def disclosure_run(original: Any, synthetic: Any, *, keys: Sequence[str] | None 
     from bayes_risk.disclosure.measures import disclosure_measures
 
     diff = differencing_check(original, synthetic, records=selected) if differencing else None
-    measures = (None if keys is None else
-                disclosure_measures(original, synthetic, keys=keys, schema=schema,
-                                    exclude=exclude, **kwargs))
-    return DisclosureRun(measures, diff)
+    measures = dict(measures or {})
+    result = (None if measures.get("keys") is None else
+              disclosure_measures(original, synthetic, schema=schema, exclude=exclude,
+                                  **measures))
+    return DisclosureRun(result, diff)

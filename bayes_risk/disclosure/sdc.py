@@ -5,15 +5,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import pandas as pd
 
 from bayes_risk._checksums import file_sha256
-from bayes_risk._constraints import InstanceOf, check_params, check_value
+from bayes_risk._constraints import InstanceOf, Options, check_params, check_value, checked
 from bayes_risk._io import read_json
-from bayes_risk._specs import argument_checks
+from bayes_risk._specs import argument_checks, cli_option
 from bayes_risk.data.coding import code_values
 from bayes_risk.data.missing import missing_kinds
 from bayes_risk.data.normalise import as_synthetic_list
@@ -26,7 +26,7 @@ from bayes_risk.data.synthetic import (
 from bayes_risk.data.validate import require_frame
 from bayes_risk.disclosure._encode import resolve_inputs
 from bayes_risk.disclosure.measures import combined_key_codes
-from bayes_risk.disclosure.specs import SDC_ARGUMENTS
+from bayes_risk.disclosure.specs import parse_bounds, parse_excluded
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name, on_command_line
 
 __all__ = ["sdc"]
@@ -39,12 +39,30 @@ def sdc(
     original: pd.DataFrame,
     synthetic: Any,
     *,
-    keys: Sequence[str] | None = None,
-    remove: Literal["replicated_uniques", "uniques_in_original"] | None = None,
-    bottom_top_coding: Mapping[str, tuple[float | None, float | None]] | None = None,
-    recode_exclude: Mapping[str, Sequence[float]] | None = None,
-    smooth: Sequence[str] | None = None,
-    compat: Literal["synthpop"] | None = None,
+    remove: Annotated[Literal["replicated_uniques", "uniques_in_original"] | None, cli_option(
+        "--remove", "remove the synthetic records unique on --keys in their dataset that are "
+        "unique in ORIGINAL (synthpop's rm.replicated.uniques) or occur in it at all "
+        "(rm.uniques.in.orig); fully synthetic releases only",
+        choices=("replicated_uniques", "uniques_in_original"))
+        | checked([Options(("replicated_uniques", "uniques_in_original"), listed=True), None])
+    ] = None,
+    keys: Annotated[Sequence[str] | None, cli_option(
+        "--keys", "columns that define a record for --remove (default: every column of "
+        "ORIGINAL)", nargs="+", metavar="COL")] = None,
+    bottom_top_coding: Annotated[Mapping[str, tuple[float | None, float | None]] | None, cli_option(
+        "--bottom-top", "bottom and top coding of a numeric synthesized column: values below "
+        "BOTTOM become BOTTOM, above TOP become TOP; leave a side empty for no bound "
+        "(Income=:200000)", nargs="+", metavar="COL=BOTTOM:TOP", parse=parse_bounds)] = None,
+    recode_exclude: Annotated[Mapping[str, Sequence[float]] | None, cli_option(
+        "--exclude", "values of a --bottom-top column left as they are (a missing-value code)",
+        nargs="+", metavar="COL=V[,V...]", parse=parse_excluded)] = None,
+    smooth: Annotated[Sequence[str] | None, cli_option(
+        "--smooth", "numeric synthesized columns replaced by a cubic smoothing spline of their "
+        "sorted values (synthpop's smooth.vars), dataset by dataset", nargs="+", metavar="COL")
+    ] = None,
+    compat: Annotated[Literal["synthpop"] | None, cli_option(
+        "--compat", "compare the --keys of --remove as synthpop 1.9-2 does (as padded text)",
+        choices=("synthpop",)) | checked([Options(("synthpop",), listed=True), None])] = None,
 ) -> SyntheticData:
     """Post-process a release as synthpop's ``sdc()`` does: coding, removal, smoothing.
 
@@ -54,12 +72,12 @@ def sdc(
         The confidential table (the uniques to remove are found against it).
     synthetic : SyntheticData, DataFrame or list of DataFrame
         The release.
-    keys : sequence of str, optional
-        Columns that define a record for ``remove`` (default: every column of ``original``).
     remove : {"replicated_uniques", "uniques_in_original"}, optional
         Remove the synthetic records unique on ``keys`` that are also unique in the original
         (synthpop's ``rm.replicated.uniques``), or that occur in it at all
         (``rm.uniques.in.orig``). Fully synthetic releases only.
+    keys : sequence of str, optional
+        Columns that define a record for ``remove`` (default: every column of ``original``).
     bottom_top_coding : mapping, optional
         ``{column: (bottom, top)}`` of numeric synthesized columns (``None``: no bound).
     recode_exclude : mapping, optional
@@ -103,7 +121,7 @@ def sdc(
     >>> out.extra["post_processing"][0]["n_top_coded"]
     {'income': [1]}
     """
-    check_params(dict(remove=remove, compat=compat), argument_checks(SDC_ARGUMENTS))
+    check_params(dict(remove=remove, compat=compat), argument_checks(sdc))
     if keys is not None and remove is None:
         raise ValidationError(f"{arg_name('keys')} applies to {arg_name('remove')}, which is not "
                               "given.", code="OPTION_CONFLICT")

@@ -11,19 +11,19 @@ made.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import pandas as pd
 
 from bayes_risk._rng import RandomSeed, spawn
-from bayes_risk._specs import as_spec
+from bayes_risk._specs import as_spec, cli_option
 from bayes_risk.data.missing import missing_kinds
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.schema import _level_to_json
 from bayes_risk.data.validate import require_frame
 from bayes_risk.disclosure.sdc import release_columns, released_columns, remedied
-from bayes_risk.disclosure.specs import SdcMicroSpec
+from bayes_risk.disclosure.specs import SDCMICRO_REMEDIES, SdcMicroSpec
 from bayes_risk.exceptions import ValidationError, arg_name
 
 __all__ = ["sdcmicro"]
@@ -33,11 +33,26 @@ def sdcmicro(
     original: pd.DataFrame,
     synthetic: Any,
     *,
-    pram: Sequence[str] | None = None,
-    local_suppression: Sequence[str] | None = None,
-    microaggregation: Sequence[str] | None = None,
-    add_noise: Sequence[str] | None = None,
-    strata: Sequence[str] | None = None,
+    pram: Annotated[Sequence[str] | None, cli_option(
+        "--pram", "categorical synthesized columns post-randomized by sdcMicro's invariant PRAM "
+        "(pram()): each dataset's values redrawn from a transition matrix that keeps the "
+        "levels' expected frequencies", nargs="+", metavar="COL", group=SDCMICRO_REMEDIES)] = None,
+    local_suppression: Annotated[Sequence[str] | None, cli_option(
+        "--local-suppression", "key columns (categorical or count, synthesized) made "
+        "k-anonymous by suppressing values, as sdcMicro's localSuppression()", nargs="+",
+        metavar="COL", group=SDCMICRO_REMEDIES)] = None,
+    microaggregation: Annotated[Sequence[str] | None, cli_option(
+        "--microaggregation", "continuous synthesized columns microaggregated jointly by MDAV "
+        "(sdcMicro's microaggregation(method = 'mdav')): each value replaced by the mean of its "
+        "group of --aggr records or more", nargs="+", metavar="COL", group=SDCMICRO_REMEDIES)
+    ] = None,
+    add_noise: Annotated[Sequence[str] | None, cli_option(
+        "--add-noise", "continuous synthesized columns given random normal noise "
+        "(sdcMicro's addNoise())", nargs="+", metavar="COL", group=SDCMICRO_REMEDIES)] = None,
+    strata: Annotated[Sequence[str] | None, cli_option(
+        "--strata", "columns whose combinations --pram, --local-suppression and "
+        "--microaggregation treat apart (sdcMicro's strata variables)", nargs="+",
+        metavar="COL", group=SDCMICRO_REMEDIES)] = None,
     settings: SdcMicroSpec | None = None,
     random_seed: RandomSeed = None,
 ) -> Any:

@@ -18,8 +18,8 @@ from bayes_risk._constraints import Flag, Interval, Options, check_fields, check
 from bayes_risk._specs import cli_option, parse_key_value
 from bayes_risk.exceptions import ValidationError
 
-__all__ = ["ExclusionSpec", "SdcMicroSpec", "CONVENTIONS", "ORIGINAL_RISK_ARGUMENTS",
-           "DISCLOSURE_ARGUMENTS", "SDC_ARGUMENTS", "SDCMICRO_ARGUMENTS"]
+__all__ = ["ExclusionSpec", "SdcMicroSpec", "CONVENTIONS", "SDCMICRO_CONVENTIONS",
+           "SDCMICRO_REMEDIES", "parse_bounds", "parse_excluded"]
 
 #: the argument group of ``bayes-risk disclosure --help`` that lists synthpop's conventions
 CONVENTIONS = "conventions (synthpop's disclosure() arguments)"
@@ -105,75 +105,6 @@ class ExclusionSpec:
 #: the argument group of ``bayes-risk original-risk --help`` that lists sdcMicro's conventions
 SDCMICRO_CONVENTIONS = "conventions (sdcMicro's arguments)"
 
-#: the arguments of :func:`~bayes_risk.disclosure.original_risk`: each one's check (which the
-#: function makes, :func:`bayes_risk._constraints.check_params`) and its option of
-#: ``bayes-risk original-risk`` (:func:`bayes_risk._specs.argument_values`)
-ORIGINAL_RISK_ARGUMENTS: dict[str, dict[str, Any]] = {
-    "keys": cli_option(
-        "--keys", "key columns (quasi-identifiers), combined into one key; values are compared as "
-        "they are (an empty cell is a value of its own unless --compat sdcmicro)", nargs="+",
-        metavar="COL", required=True),
-    "weights": cli_option(
-        "--weights", "survey weights of the records (a column of ORIGINAL): the "
-        "Benedetti-Franconi risk; default: none, every record's risk is 1/f_k", metavar="COL"),
-    "sensitive": cli_option(
-        "--sensitive", "sensitive columns whose l-diversity in the key cells is computed",
-        nargs="+", metavar="COL"),
-    "method": cli_option(
-        "--method", "with --weights: sdcMicro's approximation of the risk of key cells of 3 or "
-        "more records (default; it overstates the exact risk by at most about 4 %%) or the exact "
-        "expectation", choices=("approx", "exact"), group=SDCMICRO_CONVENTIONS)
-        | checked(Options(("approx", "exact"), listed=True)),
-    "suda": cli_option(
-        "--no-suda", "skip SUDA2 (it examines every subset of the keys)", action="store_true",
-        parse=lambda flag: not flag, group=SDCMICRO_CONVENTIONS),
-    "max_size": cli_option(
-        "--max-size", "largest minimal sample unique searched by SUDA2 (default: every size)",
-        type=int, metavar="K", group=SDCMICRO_CONVENTIONS) | checked([Interval(int, 1), None]),
-    "dis_fraction": cli_option(
-        "--dis-fraction", "sampling fraction of the DIS score (sdcMicro's DisFraction, default "
-        "0.01)", type=float, metavar="F", group=SDCMICRO_CONVENTIONS)
-        | checked(Interval(float, 0, 1, closed="neither")),
-    "recursive_c": cli_option(
-        "--recursive-c", "constant c of recursive (c, l) l-diversity (default 2)", type=float,
-        metavar="C", group=SDCMICRO_CONVENTIONS) | checked(Interval(float, 0, closed="neither")),
-    "k_anonymity": cli_option(
-        "--k-anonymity", "k of the k-anonymity counts (default 2 3 5)", nargs="+", type=int,
-        metavar="K", group=SDCMICRO_CONVENTIONS),
-    "compat": cli_option(
-        "--compat", "reproduce sdcMicro 5.8.1 exactly, including its missing values: an empty key "
-        "cell matches every value in f_k and F_k (lowering the risk), is never part of a minimal "
-        "sample unique, and each empty sensitive cell is a distinct value",
-        choices=("sdcmicro",), group=SDCMICRO_CONVENTIONS)
-        | checked([Options(("sdcmicro",), listed=True), None]),
-}
-
-#: the arguments of :func:`~bayes_risk.disclosure.disclosure_measures` set by options of
-#: ``bayes-risk disclosure`` (the function checks them: its messages give their ranges' advice)
-DISCLOSURE_ARGUMENTS: dict[str, dict[str, Any]] = {
-    "keys": cli_option(
-        "--keys", "key columns (quasi-identifiers) combined into one key (required unless only "
-        "--differencing is asked for)", nargs="+", metavar="COL"),
-    "target": cli_option(
-        "--target", "the attribute whose disclosure is measured (required with --keys)",
-        metavar="COL"),
-    "ngroups_target": cli_option(
-        "--ngroups-target", "group a numeric target into about N groups (quantiles of the pooled "
-        "original and synthetic values); default: every distinct value is a level", type=int,
-        metavar="N", group=CONVENTIONS),
-    "ngroups_keys": cli_option(
-        "--ngroups-keys", "group numeric keys likewise: one N for every numeric key, or one per "
-        "key (0: not grouped)", nargs="+", type=int, metavar="N",
-        parse=lambda given: given[0] if len(given) == 1 else given, group=CONVENTIONS),
-    "k_anonymity": cli_option(
-        "--k-anonymity", "k of the original's k-anonymity counts on the keys (default 2 3 5)",
-        nargs="+", type=int, metavar="K", group=CONVENTIONS),
-    "compat": cli_option(
-        "--compat", "reproduce synthpop 1.9-2 exactly, including its misaligned tables for an "
-        "ungrouped numeric target and its text comparison of replicated uniques",
-        choices=("synthpop",), group=CONVENTIONS),
-}
-
 def _number(text: str, option: str, col: str) -> float | None:
     """A value of ``option``'s ``col``; an empty bound of ``--bottom-top`` is ``None``."""
     if not text.strip() and option == "--bottom-top":
@@ -186,7 +117,7 @@ def _number(text: str, option: str, col: str) -> float | None:
     return int(value) if value.is_integer() else value
 
 
-def _bounds(items: list[str]) -> dict[str, tuple[float | None, float | None]]:
+def parse_bounds(items: list[str]) -> dict[str, tuple[float | None, float | None]]:
     """``--bottom-top COL=BOTTOM:TOP ...`` as ``sdc``'s ``bottom_top_coding`` (``sdc`` checks
     the columns and bounds)."""
     coding = {}
@@ -200,38 +131,11 @@ def _bounds(items: list[str]) -> dict[str, tuple[float | None, float | None]]:
     return coding
 
 
-def _excluded(items: list[str]) -> dict[str, list[float | None]]:
+def parse_excluded(items: list[str]) -> dict[str, list[float | None]]:
     """``--exclude COL=V,V ...`` as ``sdc``'s ``recode_exclude``."""
     return {col: [_number(v, "--exclude", col) for v in values.split(",")]
             for col, values in parse_key_value(items, "--exclude", str).items()}
 
-
-#: the arguments of :func:`~bayes_risk.disclosure.sdc.sdc` with their options of ``bayes-risk
-#: remedy`` (the texts of --bottom-top and --exclude read by their ``parse``) and checks
-SDC_ARGUMENTS: dict[str, dict[str, Any]] = {
-    "remove": cli_option(
-        "--remove", "remove the synthetic records unique on --keys in their dataset that are "
-        "unique in ORIGINAL (synthpop's rm.replicated.uniques) or occur in it at all "
-        "(rm.uniques.in.orig); fully synthetic releases only",
-        choices=("replicated_uniques", "uniques_in_original"))
-        | checked([Options(("replicated_uniques", "uniques_in_original"), listed=True), None]),
-    "keys": cli_option(
-        "--keys", "columns that define a record for --remove (default: every column of "
-        "ORIGINAL)", nargs="+", metavar="COL"),
-    "bottom_top_coding": cli_option(
-        "--bottom-top", "bottom and top coding of a numeric synthesized column: values below "
-        "BOTTOM become BOTTOM, above TOP become TOP; leave a side empty for no bound "
-        "(Income=:200000)", nargs="+", metavar="COL=BOTTOM:TOP", parse=_bounds),
-    "recode_exclude": cli_option(
-        "--exclude", "values of a --bottom-top column left as they are (a missing-value code)",
-        nargs="+", metavar="COL=V[,V...]", parse=_excluded),
-    "smooth": cli_option(
-        "--smooth", "numeric synthesized columns replaced by a cubic smoothing spline of their "
-        "sorted values (synthpop's smooth.vars), dataset by dataset", nargs="+", metavar="COL"),
-    "compat": cli_option(
-        "--compat", "compare the --keys of --remove as synthpop 1.9-2 does (as padded text)",
-        choices=("synthpop",)) | checked([Options(("synthpop",), listed=True), None]),
-}
 
 #: the argument group of ``bayes-risk remedy --help`` that lists sdcMicro's remedies
 SDCMICRO_REMEDIES = "sdcMicro's remedies (Templ, Kowarik & Meindl 2015)"
@@ -305,26 +209,3 @@ class SdcMicroSpec:
     __post_init__ = check_fields  # the fields' table is the whole check
 
 
-#: the columns of :func:`~bayes_risk.disclosure.sdcmicro.sdcmicro`'s remedies with their options
-#: of ``bayes-risk remedy`` (their settings: :class:`SdcMicroSpec`)
-SDCMICRO_ARGUMENTS: dict[str, dict[str, Any]] = {
-    "pram": cli_option(
-        "--pram", "categorical synthesized columns post-randomized by sdcMicro's invariant PRAM "
-        "(pram()): each dataset's values redrawn from a transition matrix that keeps the "
-        "levels' expected frequencies", nargs="+", metavar="COL", group=SDCMICRO_REMEDIES),
-    "local_suppression": cli_option(
-        "--local-suppression", "key columns (categorical or count, synthesized) made "
-        "k-anonymous by suppressing values, as sdcMicro's localSuppression()", nargs="+",
-        metavar="COL", group=SDCMICRO_REMEDIES),
-    "microaggregation": cli_option(
-        "--microaggregation", "continuous synthesized columns microaggregated jointly by MDAV "
-        "(sdcMicro's microaggregation(method = 'mdav')): each value replaced by the mean of its "
-        "group of --aggr records or more", nargs="+", metavar="COL", group=SDCMICRO_REMEDIES),
-    "add_noise": cli_option(
-        "--add-noise", "continuous synthesized columns given random normal noise "
-        "(sdcMicro's addNoise())", nargs="+", metavar="COL", group=SDCMICRO_REMEDIES),
-    "strata": cli_option(
-        "--strata", "columns whose combinations --pram, --local-suppression and "
-        "--microaggregation treat apart (sdcMicro's strata variables)", nargs="+",
-        metavar="COL", group=SDCMICRO_REMEDIES),
-}

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import pandas as pd
 
-from bayes_risk._specs import as_spec
+from bayes_risk._constraints import Options, checked
+from bayes_risk._specs import as_spec, cli_option
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.exceptions import ValidationError, interruptible
@@ -21,7 +22,13 @@ from bayes_risk.identification.engine import use_compiled
 from bayes_risk.identification.evaluate import record_pool, run_engine
 from bayes_risk.identification.index import code_windows
 from bayes_risk.identification.prepare import COMPAT_MODES, known_columns, prepare
-from bayes_risk.identification.specs import MatchSpec, PopulationSpec, spec_options
+from bayes_risk.identification.specs import (
+    AGGREGATIONS,
+    INTRUDER,
+    MatchSpec,
+    PopulationSpec,
+    spec_options,
+)
 from bayes_risk.results.identification import IdentificationResult
 
 if TYPE_CHECKING:
@@ -42,7 +49,11 @@ def identification_risk(
     schema: Schema | None = None,
     match: MatchSpec | None = None,
     population: PopulationSpec | None = None,
-    aggregation: Literal["pooled", "pooled_measures", "per_dataset"] | None = None,
+    aggregation: Annotated[
+        Literal["pooled", "pooled_measures", "per_dataset"] | None, cli_option(
+            "--aggregation", "pooled over datasets (Reiter-Mitra, default) or per dataset "
+            "(Hornby-Hu)", choices=AGGREGATIONS, group=INTRUDER)
+        | checked(Options(AGGREGATIONS, listed=True))] = None,
     replicates: Sequence[Any] | PosteriorReplicates | None = None,
     progressbar: bool = True,
     executor: Any = None,

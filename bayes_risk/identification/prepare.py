@@ -39,7 +39,6 @@ from bayes_risk.identification.plan import (
 )
 from bayes_risk.identification.specs import (
     COMPAT_MODES,
-    IDENTIFICATION_ARGUMENTS,
     MISSING_KNOWN,
     MatchSpec,
     PopulationSpec,
@@ -193,7 +192,7 @@ def _resolve_options(o: dict[str, Any], known_us: list[str], *, targets, replica
                                   code="INVALID_ARGUMENT")
         o["radius_type"] = "absolute"
     o["aggregation"] = (o["aggregation"] or "pooled").replace("-", "_")
-    check_params(o, argument_checks(IDENTIFICATION_ARGUMENTS))
+    check_params(o, argument_checks("bayes_risk.identification.api:identification_risk"))
     if o["fallback"] is None:
         o["fallback"] = default_fallback(o["aggregation"], o["membership"], known_us)
     return o

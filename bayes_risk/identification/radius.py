@@ -9,7 +9,7 @@ import dataclasses
 import itertools
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -23,6 +23,7 @@ from bayes_risk._constraints import (
     check_vector,
 )
 from bayes_risk._numeric import ties
+from bayes_risk._specs import cli_option
 from bayes_risk._terminal import progress, say
 from bayes_risk.exceptions import CALLER, DataWarning, ValidationError, interruptible
 from bayes_risk.executors import Executor, InProcessExecutor, as_executor, shared_once
@@ -54,7 +55,10 @@ def radius_sweep(
     *,
     known: Sequence[str],
     synthesized: Sequence[str] | None = None,
-    radii: Sequence[float] | Mapping[str, Sequence[float]] = (0.01, 0.025, 0.05, 0.1, 0.2, 0.3),
+    radii: Annotated[Sequence[float] | Mapping[str, Sequence[float]], cli_option(
+        "--radius-sweep", "also compute the risk over these common radii (per dataset) and the "
+        "maximising radius (Hornby & Hu 2021 §4.1)", metavar="R1,R2,...")
+    ] = (0.01, 0.025, 0.05, 0.1, 0.2, 0.3),
     columns: Sequence[str] | None = None,
     max_grid: int = 1000,
     statistic: str = "mean",
@@ -168,11 +172,20 @@ def radius_search(
     *,
     known: Sequence[str],
     synthesized: Sequence[str] | None = None,
-    radii: Sequence[float] = SEARCH_RADII,
+    radii: Annotated[Sequence[float], cli_option(
+        "--radius-search", "the worst case over the intruder's radii, as the audit's verdict reads "
+        "it: every numeric known column searched over these radii (default "
+        "0.01,0.025,0.05,0.1,0.2,0.3,0.5,1), 0 (exact) added, with the run's --aggregation; the "
+        "run's figures are at the radii of the largest expected match risk unless --radius is "
+        "given; writes DIR/radius_search.csv and DIR/radius_search.png", metavar="R1,R2,...",
+        nargs="?", const="default")] = SEARCH_RADII,
     max_grid: int = 1000,
     statistic: str = "mean",
     aggregation: Literal["per_dataset", "pooled"] | None = "per_dataset",
-    refine: int = REFINE_POINTS,
+    refine: Annotated[int, cli_option(
+        "--radius-refine", "with --radius-search: points evaluated at most between the grid's "
+        "radii to find and bound the worst case over every radius (default 200; 0: the grid's "
+        "points only, bounded between them)", type=int, metavar="N")] = REFINE_POINTS,
     progressbar: bool = True,
     executor: Any = None,
     **kwargs: Any,

@@ -9,14 +9,16 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import pandas as pd
 
+from bayes_risk._specs import cli_option
 from bayes_risk.exceptions import arg_name
 from bayes_risk.identification.api import identification_risk, identification_risk_of_inputs
 from bayes_risk.identification.radius import radius_search, radius_sweep
 from bayes_risk.identification.radius_refine import REFINE_POINTS
+from bayes_risk.identification.specs import KNOWLEDGE
 from bayes_risk.results.knowledge import SWEEP_TABLES
 
 __all__ = ["IdentificationRun", "identification_run", "run_known_sweep", "LARGE_TABLES"]
@@ -285,9 +287,24 @@ def _search(original: Any, synthetic: Any, known: Sequence[str],
     return found, dict(zip(found.columns, (float(r) for r in found.r_star), strict=True))
 
 
-def run_known_sweep(original: Any, synthetic: Any, *, candidates: Sequence[str],
-                    known: Sequence[str], synthesized: Sequence[str] | None = None,
-                    max_size: int | None = None, **kwargs: Any) -> Any:
+def run_known_sweep(
+    original: Any,
+    synthetic: Any,
+    *,
+    candidates: Annotated[Sequence[str], cli_option(
+        "--known-sweep", "also compute the risk for every subset of these candidate known columns "
+        "(up to --max-size, a greedy path beyond), the Pareto frontier of risk against the number "
+        "of columns known, Shapley values and per-level contributions; a candidate listed in "
+        "--known-synthesized is synthesized, one in --known-unsynthesized is not, any other is "
+        "synthesized when its released values differ from the original's", nargs="+",
+        metavar="COL", group=KNOWLEDGE)],
+    known: Sequence[str],
+    synthesized: Sequence[str] | None = None,
+    max_size: Annotated[int | None, cli_option(
+        "--max-size", "largest subset size evaluated exhaustively by --known-sweep (default: every "
+        "size)", type=int, metavar="K", group=KNOWLEDGE)] = None,
+    **kwargs: Any,
+) -> Any:
     """The knowledge sweep of ``candidates`` with a run's options.
 
     Parameters

@@ -22,8 +22,7 @@ if TYPE_CHECKING:
 __all__ = ["MatchSpec", "PopulationSpec", "MEMBERSHIPS", "POPULATION_ESTIMATES", "COMPAT_MODES",
            "MISSING_KNOWN", "FALLBACKS", "AGGREGATIONS", "RADIUS_TYPES", "WINDOWS", "SHAPES",
            "LOGLINEAR_ORIGINAL", "LOGLINEAR_SYNTHETIC", "REPLICATES", "REPLICATES_FIELDS",
-           "KNOWLEDGE", "IDENTIFICATION_ARGUMENTS", "RADIUS_SWEEP_ARGUMENTS",
-           "RADIUS_SEARCH_ARGUMENTS", "KNOWN_SWEEP_ARGUMENTS"]
+           "KNOWLEDGE", "INTRUDER"]
 
 # module level holds the standard library only: the command line builds its parser from the
 # fields' options (cli_option) without numpy
@@ -82,54 +81,6 @@ REPLICATES_FIELDS: dict[str, dict[str, Any]] = {
 
 #: the argument group of the known sweep's options
 KNOWLEDGE = "sensitivity to the intruder's knowledge (Hu 2019 §5)"
-
-#: the plain arguments of :func:`~bayes_risk.identification.identification_risk` with their
-#: options of ``bayes-risk identification``; ``aggregation`` checked by this table once its
-#: default and ``"pooled_measures"`` are resolved (``prepare``)
-IDENTIFICATION_ARGUMENTS: dict[str, dict[str, Any]] = {
-    "aggregation": cli_option(
-        "--aggregation", "pooled over datasets (Reiter-Mitra, default) or per dataset (Hornby-Hu)",
-        choices=AGGREGATIONS, group=INTRUDER) | checked(Options(AGGREGATIONS, listed=True)),
-}
-
-#: the grid of :func:`~bayes_risk.identification.radius_sweep` (``radii``, comma-separated on
-#: the command line, which reads it)
-RADIUS_SWEEP_ARGUMENTS: dict[str, dict[str, Any]] = {
-    "radii": cli_option(
-        "--radius-sweep", "also compute the risk over these common radii (per dataset) and the "
-        "maximising radius (Hornby & Hu 2021 §4.1)", metavar="R1,R2,..."),
-}
-
-#: the grid of :func:`~bayes_risk.identification.radius_search` (``radii``; ``default``: its
-#: ``SEARCH_RADII``)
-RADIUS_SEARCH_ARGUMENTS: dict[str, dict[str, Any]] = {
-    "radii": cli_option(
-        "--radius-search", "the worst case over the intruder's radii, as the audit's verdict reads "
-        "it: every numeric known column searched over these radii (default "
-        "0.01,0.025,0.05,0.1,0.2,0.3,0.5,1), 0 (exact) added, with the run's --aggregation; the "
-        "run's figures are at the radii of the largest expected match risk unless --radius is "
-        "given; writes DIR/radius_search.csv and DIR/radius_search.png", metavar="R1,R2,...",
-        nargs="?", const="default"),
-    "refine": cli_option(
-        "--radius-refine", "with --radius-search: points evaluated at most between the grid's "
-        "radii to find and bound the worst case over every radius (default 200; 0: the grid's "
-        "points only, bounded between them)", type=int, metavar="N"),
-}
-
-#: the arguments of :func:`~bayes_risk.identification.known_sweep` with their options of
-#: ``bayes-risk identification``
-KNOWN_SWEEP_ARGUMENTS: dict[str, dict[str, Any]] = {
-    "candidates": cli_option(
-        "--known-sweep", "also compute the risk for every subset of these candidate known columns "
-        "(up to --max-size, a greedy path beyond), the Pareto frontier of risk against the number "
-        "of columns known, Shapley values and per-level contributions; a candidate listed in "
-        "--known-synthesized is synthesized, one in --known-unsynthesized is not, any other is "
-        "synthesized when its released values differ from the original's", nargs="+",
-        metavar="COL", group=KNOWLEDGE),
-    "max_size": cli_option(
-        "--max-size", "largest subset size evaluated exhaustively by --known-sweep (default: every "
-        "size)", type=int, metavar="K", group=KNOWLEDGE),
-}
 
 
 def _nonnegative(value: Any, what: str, column: str | None = None) -> float:

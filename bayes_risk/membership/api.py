@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import Interval, checked
 from bayes_risk._rng import RandomSeed, as_generator
-from bayes_risk._specs import as_spec
+from bayes_risk._specs import as_spec, cli_option
 from bayes_risk.attribute.refits import cache_folder
 from bayes_risk.contract import capabilities
 from bayes_risk.data.missing import missing_mask
@@ -183,13 +184,24 @@ def _check_tree_options(ratio: RatioSpec, rule: Any) -> None:
             code="OPTION_CONFLICT")
 
 
-def membership_risk(model: Any, original: pd.DataFrame, synthetic: Any, *,
-                    holdout: pd.DataFrame | None = None,
-                    records: Sequence[int] | np.ndarray | None = None,
-                    population: int | None = None, attack: AttackSpec | None = None,
-                    ratio: RatioSpec | None = None, selection: Any = None, progressbar: bool = True,
-                    random_seed: RandomSeed = None,
-                    allow_other_model: bool = False) -> MembershipRiskResult:
+def membership_risk(
+    model: Any, original: pd.DataFrame, synthetic: Any, *,
+    holdout: pd.DataFrame | None = None, records: Sequence[int] | np.ndarray | None = None,
+    population: Annotated[int | None, cli_option(
+        "--population", "look-alike non-members drawn from the model's posterior predictive "
+        "(default: as many as the members without --holdout, else 0)", type=int, metavar="N")
+        | checked(Interval(int, 0))] = None,
+    attack: AttackSpec | None = None, ratio: RatioSpec | None = None,
+    selection: Annotated[Any, cli_option(
+        "--selection", "release that synthesized selected records only (a model fitted with "
+        "--records): how they were selected, 'independent' (without looking at their values, "
+        "e.g. a random subset) or a rule on a record's own values as a pandas expression on the "
+        "columns, e.g. \"Income > 150000 or Age >= 90\" (it must select exactly the synthesized "
+        "records; a rule that looks at other records, such as a quantile, is refused). Members "
+        "left unsynthesized are released whole: P(member) = 1, flag RELEASED_WHOLE",
+        metavar="RULE")] = None,
+    progressbar: bool = True, random_seed: RandomSeed = None, allow_other_model: bool = False,
+) -> MembershipRiskResult:
     """Membership disclosure risk: the intruder's posterior probability that a record was in the
     confidential data (Hu 2019, §4.4; :doc:`/methods/membership`).
 
@@ -270,8 +282,7 @@ def membership_risk(model: Any, original: pd.DataFrame, synthetic: Any, *,
     if normalised and not us:
         check_drawable(model, int(normaliser_draws), "normaliser_draws", n)
 
-    rng = as_generator(random_seed)
-    fit_rng, pop_rng, slot_rng, norm_rng, boot_rng = rng.spawn(5)
+    fit_rng, pop_rng, slot_rng, norm_rng, boot_rng = as_generator(random_seed).spawn(5)
     cache = cache_folder(ratio.refit_cache, "RatioSpec.refit_cache", random_seed)
     posteriors = fit_posteriors(model, orig, datasets, augmented, fit_rng, progressbar, cache)
 

@@ -20,7 +20,6 @@ from bayes_risk.data.validate import (
 )
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name
 from bayes_risk.membership.plan import ROWS_PER_DRAW
-from bayes_risk.membership.specs import MEMBERSHIP_ARGUMENTS
 
 __all__ = ["prepare", "prior_probability", "check_options", "check_drawable"]
 
@@ -85,9 +84,10 @@ def prior_probability(prior: float | str, n: int, population_size: int | None) -
 
 def check_options(population: Any, bootstrap: int, model: Any = None, n: int = 0) -> None:
     """The options of ``membership_risk`` its specs do not check: ``population`` (its
-    table's constraint), the memory of ``bootstrap`` replicates (the number checked by
+    parameter's constraint), the memory of ``bootstrap`` replicates (the number checked by
     ``AttackSpec``) and the look-alikes the model can draw."""
-    check_params(dict(population=population), argument_checks(MEMBERSHIP_ARGUMENTS))
+    check_params(dict(population=population),
+                 argument_checks("bayes_risk.membership.api:membership_risk"))
     from bayes_risk._memory import check_memory
 
     # the file summary's four arrays of replicates (bootstrap=10**9 asked for 32 GB)

@@ -14,25 +14,7 @@ from bayes_risk._specs import cli_option
 from bayes_risk.attribute.specs import REFIT_CACHE_HELP
 from bayes_risk.exceptions import ValidationError
 
-__all__ = ["AttackSpec", "RatioSpec", "MEMBERSHIP_ARGUMENTS"]
-
-#: the arguments of :func:`~bayes_risk.membership.membership_risk` beside its specs, with their
-#: options of ``bayes-risk membership`` (``population``'s check made by the function's)
-MEMBERSHIP_ARGUMENTS: dict[str, dict[str, Any]] = {
-    "population": cli_option(
-        "--population", "look-alike non-members drawn from the model's posterior predictive "
-        "(default: as many as the members without --holdout, else 0)", type=int, metavar="N")
-        | checked(Interval(int, 0)),
-    "selection": cli_option(
-        "--selection", "release that synthesized selected records only (a model fitted with "
-        "--records): how they were selected, 'independent' (without looking at their values, "
-        "e.g. a random subset) or a rule on a record's own values as a pandas expression on the "
-        "columns, e.g. \"Income > 150000 or Age >= 90\" (it must select exactly the synthesized "
-        "records; a rule that looks at other records, such as a quantile, is refused). Members "
-        "left unsynthesized are released whole: P(member) = 1, flag RELEASED_WHOLE",
-        metavar="RULE"),
-}
-
+__all__ = ["AttackSpec", "RatioSpec"]
 
 def _probability_or_name(text: str) -> float | str:
     """``--prior``'s text as the field's value: a number, else the name (the spec checks it)."""

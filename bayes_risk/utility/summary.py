@@ -5,15 +5,15 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import check_params
+from bayes_risk._constraints import Interval, check_params, checked
 from bayes_risk._rng import RandomSeed
-from bayes_risk._specs import argument_checks, as_spec
-from bayes_risk._utility_specs import UTILITY_ARGUMENTS, OverlapSpec
+from bayes_risk._specs import argument_checks, as_spec, cli_option
+from bayes_risk._utility_specs import OverlapSpec, imputed_columns
 from bayes_risk.data.alignment import check_rows_aligned
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.schema import Schema
@@ -112,12 +112,27 @@ def utility_summary(
     propensity: PropensitySpec | Literal["logit", "cart"] | None = None,
     overlap: OverlapSpec | None = None,
     categorical: Iterable[str] | None = None,
-    synthesized: Iterable[str] | None = None,
     random_seed: RandomSeed = None,
     progressbar: bool = False,
-    imputed: Any = "auto",
-    table_order: int = 2,
-    ngroups: int = 5,
+    table_order: Annotated[int, cli_option(
+        "--table-order", "per-table utility (synthpop's utility.tables): every table of 1 to N "
+        "columns, N = 1, 2 or 3 (default 2: every column and every pair)", type=int,
+        metavar="N") | checked(Interval(int, 1, 3))] = 2,
+    ngroups: Annotated[int, cli_option(
+        "--ngroups", "per-table utility: groups of a numeric column, cut at the quantiles of the "
+        "original and synthetic values pooled (default 5, synthpop's)", type=int, metavar="K")
+        | checked(Interval(int, 2))] = 5,
+    synthesized: Annotated[Iterable[str] | None, cli_option(
+        "--synthesized", "synthesized columns (default: the roles recorded in a SyntheticData "
+        "folder, otherwise the columns that differ from the original in some dataset)",
+        nargs="+", metavar="COL")] = None,
+    imputed: Annotated[Any, cli_option(
+        "--imputed", "columns whose missing values the synthesizer imputed (DPMPM does): "
+        "compared on the original's observed cells, proportions among the observed records and "
+        "the pMSE with synthetic values masked where the original is missing; 'none' compares "
+        "missing values as a level. Default: the imputed_columns recorded in the release's "
+        "manifest, else the columns with empty cells in the original and none in any synthetic "
+        "dataset (with a warning)", nargs="+", metavar="COL", parse=imputed_columns)] = "auto",
 ) -> UtilitySummary:
     """pMSE and interval overlap of a synthetic release in one call (methods, Utility measures).
 
@@ -131,16 +146,16 @@ def utility_summary(
         The interval-overlap figures (default ``OverlapSpec()``).
     categorical : iterable of str, optional
         Integer-coded columns to treat as categorical.
-    synthesized : iterable of str, optional
-        Synthesized columns (default: the schema's roles, else inferred from aligned rows).
     random_seed : int, Generator or None
     progressbar : bool
-    imputed : "auto" or iterable of str
-        As :func:`~bayes_risk.pmse`'s.
     table_order, ngroups : int
         ``order`` and ``ngroups`` of the per-table utility
         (:func:`~bayes_risk.utility.table_utility`; its one-way tables are
         :func:`~bayes_risk.utility.compare_marginals`' per-variable utility).
+    synthesized : iterable of str, optional
+        Synthesized columns (default: the schema's roles, else inferred from aligned rows).
+    imputed : "auto" or iterable of str
+        As :func:`~bayes_risk.pmse`'s.
 
     Returns
     -------
@@ -169,7 +184,7 @@ def utility_summary(
     >>> s.synthesized, list(s.overlap["estimand"]), s.pmse.null
     (['Income'], ['mean(Income)'], 'theory')
     """
-    checks = argument_checks(UTILITY_ARGUMENTS)
+    checks = argument_checks(utility_summary)
     check_params(dict(table_order=table_order, ngroups=ngroups),
                  {k: checks[k] for k in ("table_order", "ngroups")})
     spec = as_spec(propensity, PropensitySpec, "propensity", "method", PROPENSITY_METHODS)

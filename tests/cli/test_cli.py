@@ -79,7 +79,7 @@ def test_building_the_parser_imports_nothing_heavy():
 def test_every_row_of_the_runner_names_a_function_that_takes_its_arguments(name):
     """A ``Run`` row names its library function as a string (the parser imports no engine):
     the function exists, and takes the row's inputs, reads, spec and argument-group keywords
-    by name."""
+    by name (a spec of an argument group: a keyword of that group's function)."""
     import importlib
     import inspect
 
@@ -89,9 +89,15 @@ def test_every_row_of_the_runner_names_a_function_that_takes_its_arguments(name)
     module, _, function = row.function.partition(":")
     params = inspect.signature(getattr(importlib.import_module(module), function)).parameters
     names = [*({"original", "synthetic"} & set(row.inputs)),
-             *((_READS[r] if isinstance(r, str) else r)[0] for r in row.reads), *row.specs,
-             *row.argument_groups]
+             *((_READS[r] if isinstance(r, str) else r)[0] for r in row.reads),
+             *(k.partition(".")[0] for k in row.specs), *row.argument_groups]
     assert set(names) <= set(params), set(names) - set(params)
+    for key in row.specs:  # "group.keyword": a keyword of the group's function
+        group, _, keyword = key.partition(".")
+        if keyword:
+            module, _, function = row.argument_groups[group].partition(":")
+            assert keyword in inspect.signature(
+                getattr(importlib.import_module(module), function)).parameters, key
 
 
 def test_a_run_imports_only_its_own_module(tmp_path):

@@ -393,3 +393,63 @@ def test_a_replicates_count_below_one_names_its_option_before_any_input(command,
     err = capsys.readouterr().err
     assert "--plugin-replicates must be an integer >= 1. Got 0" in err and "n_bootstrap" not in err
     assert not (tmp_path / "out").exists()
+
+
+#: a library module whose function declares an option on a parameter (one line of the
+#: signature wrapped, as long help texts are)
+_ANNOTATED_MODULE = '''"""A small library module."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from bayes_risk._constraints import Interval, checked
+from bayes_risk._specs import cli_option
+
+LIMIT = 7
+
+
+def size_of(original, *,
+            size: Annotated[int, cli_option(
+                "--size", "the size of the thing, at least 1 (default 3)", type=int,
+                metavar="N", group="sizes") | checked(Interval(int, 1))] = 3,
+            plain: int = 0) -> int:
+    """The size."""
+    return size
+'''
+
+
+def test_a_parameters_option_is_read_off_the_signature(tmp_path, monkeypatch):
+    """A function's option is declared on its parameter (``Annotated[T, cli_option(...)]``,
+    issue 87): the parser declares it with its flag, help, metavar and group, read off the
+    source without importing the module (``--help`` imports no numpy); the run passes it only
+    when given (the function's default otherwise); the function checks it by the same
+    declaration."""
+    import sys
+
+    from bayes_risk._constraints import Interval
+    from bayes_risk._specs import argument_checks, argument_values, cli_arguments
+    from bayes_risk.cli.parsers import add_argument_options
+
+    (tmp_path / "optpkg").mkdir()
+    (tmp_path / "optpkg" / "__init__.py").write_text("")
+    (tmp_path / "optpkg" / "lib.py").write_text(_ANNOTATED_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    function = "optpkg.lib:size_of"
+    [(name, opt)] = cli_arguments(function)
+    assert (name, opt.flag, opt.help, opt.metavar, opt.group) == (
+        "size", "--size", "the size of the thing, at least 1 (default 3)", "N", "sizes")
+    assert "optpkg.lib" not in sys.modules  # read off its source
+    parser = argparse.ArgumentParser(prog="x")
+    add_argument_options(parser, function)
+    assert "sizes:\n  --size N    the size of the thing, at least 1 (default 3)" in (
+        parser.format_help())
+    assert argument_values(function, vars(parser.parse_args(["--size", "5"]))) == {"size": 5}
+    assert argument_values(function, vars(parser.parse_args([]))) == {}  # its default, 3
+    from optpkg.lib import size_of
+
+    assert size_of(None, **argument_values(size_of, vars(parser.parse_args([])))) == 3
+    assert [(n, o) for n, o in cli_arguments(size_of)] == [(name, opt)]  # once imported
+    assert argument_checks(size_of) == {"size": Interval(int, 1)}
+    with pytest.raises(AttributeError, match="'optpkg.lib' has no function 'nope'"):
+        cli_arguments("optpkg.lib:nope")

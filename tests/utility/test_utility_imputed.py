@@ -349,10 +349,10 @@ def test_audit_utility_step_compares_observed_cells(acs_dpmpm, tmp_path):
 
 def test_cli_imputed_argument():
     from bayes_risk._specs import argument_values
-    from bayes_risk._utility_specs import UTILITY_ARGUMENTS
+    from bayes_risk.utility import utility_summary
 
     def given(values):  # --imputed as the command line passes it on
-        return argument_values(UTILITY_ARGUMENTS, {"imputed": values}).get("imputed", "auto")
+        return argument_values(utility_summary, {"imputed": values}).get("imputed", "auto")
 
     assert given(None) == "auto"
     assert given(["none"]) == [] and given(["None"]) == []

@@ -59,7 +59,8 @@ def attacks_step(ctx: StepContext) -> StepOutcome:
     opts = ATTACK_OPTIONS
     # the intruder who knows every other column of a target: anonymeter's usual setting, and
     # that of the Bayesian attribute risk (a column left as released is not a secret)
-    inference = ({"secret": p.synthesized} if p.synthesized and len(ctx.schema) > 1 else None)
+    inference = ({"secret": p.synthesized, "guess": GuessSpec(tolerance=opts["tolerance"])}
+                 if p.synthesized and len(ctx.schema) > 1 else None)
     linkability, why_not = None, None
     if p.linkability_columns is None:
         why_not = ("every column is known to the intruder, so no second table is left to link "
@@ -69,8 +70,8 @@ def attacks_step(ctx: StepContext) -> StepOutcome:
                        "n_neighbors": int(opts["n_neighbors"])}
     run = attacks_run(ctx.original, ctx.synthetic, holdout=ctx.holdout, schema=ctx.schema,
                       random_seed=p.random_seed,
-                      predicates=PredicateSpec(n_cols=int(min(opts["n_cols"], len(ctx.schema)))),
-                      guess=GuessSpec(tolerance=opts["tolerance"]),
+                      singling_out={"predicates": PredicateSpec(
+                          n_cols=int(min(opts["n_cols"], len(ctx.schema))))},
                       linkability=linkability, inference=inference,
                       n_attacks=int(opts["n_attacks"]))
     folder = step_folder(ctx, "attacks")

@@ -181,15 +181,18 @@ def add_spec_options(parser: argparse.ArgumentParser, *specs: type,
             action.library_names = (action.spec_field, f.name)
 
 
-def add_argument_options(parser: argparse.ArgumentParser, *tables: Any) -> None:
-    """Declare on ``parser`` the options of tables of a library function's arguments (name ->
-    metadata, :func:`bayes_risk._specs.cli_arguments`), as :func:`add_spec_options` declares a
-    spec's: the run passes the options given (:func:`bayes_risk._specs.argument_values`), and
-    the function checks them by the same table, its messages naming the option."""
+def add_argument_options(parser: argparse.ArgumentParser, *functions: Any) -> None:
+    """Declare on ``parser`` the options of library functions' parameters
+    (``"module:name"``, each parameter's ``Annotated[T, cli_option(...)]``, read without
+    importing the module: :func:`bayes_risk._specs.cli_arguments`), in signature order (or of
+    a table of a model's settings, in table order), as
+    :func:`add_spec_options` declares a spec's: the run passes the options given
+    (:func:`bayes_risk._specs.argument_values`), and the function checks them by the same
+    declaration, its messages naming the option."""
     from bayes_risk._specs import cli_arguments
 
-    for table in tables:
-        for name, opt in cli_arguments(table):
+    for function in functions:
+        for name, opt in cli_arguments(function):
             _declare(parser, opt).library_names = (name,)
 
 

@@ -6,10 +6,6 @@ import argparse
 from typing import Any
 
 from bayes_risk._attack_specs import (
-    ATTACK_ARGUMENTS,
-    INFERENCE_ARGUMENTS,
-    LINKABILITY_ARGUMENTS,
-    SINGLING_OUT_ARGUMENTS,
     GuessSpec,
     PredicateSpec,
 )
@@ -38,11 +34,11 @@ def _check(args: argparse.Namespace) -> None:
 
 #: attacks_run of ORIGINAL, SYN and --holdout: the attacks given, each with its own options (no
 #: record paired with a row: ORIGINAL in another row order is the release's)
-RUN = Run("bayes_risk.attacks.run:attacks_run", check=_check, arguments=(ATTACK_ARGUMENTS,),
-          specs={"predicates": PredicateSpec, "guess": GuessSpec},
-          argument_groups={"singling_out": SINGLING_OUT_ARGUMENTS,
-                           "linkability": LINKABILITY_ARGUMENTS,
-                           "inference": INFERENCE_ARGUMENTS},
+RUN = Run("bayes_risk.attacks.run:attacks_run", check=_check,
+          specs={"singling_out.predicates": PredicateSpec, "inference.guess": GuessSpec},
+          argument_groups={"singling_out": "bayes_risk.attacks.singling_out:singling_out_risk",
+                           "linkability": "bayes_risk.attacks.linkability:linkability_risk",
+                           "inference": "bayes_risk.attacks.inference:inference_risk"},
           reads=("holdout", "schema", "random_seed"), inputs=("original", "synthetic", "holdout"),
           files=lambda res, args: res.files(), row_order=False)
 
@@ -104,11 +100,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    "(anonymeter's control set; a file of any format ORIGINAL takes), ideally as "
                    "many as ORIGINAL")
     # the attacks' arguments and settings, declared with their checks by the library
-    add_argument_options(p, SINGLING_OUT_ARGUMENTS)
+    attacks = RUN.argument_groups
+    add_argument_options(p, attacks["singling_out"])
     add_spec_options(p, PredicateSpec)
-    add_argument_options(p, LINKABILITY_ARGUMENTS, INFERENCE_ARGUMENTS)
+    add_argument_options(p, attacks["linkability"], attacks["inference"])
     add_spec_options(p, GuessSpec)
-    add_argument_options(p, ATTACK_ARGUMENTS)
+    add_argument_options(p, RUN.function)  # the arguments every attack takes
     add_type_arguments(p)
     add_run_arguments(p, RUN,
                       "singling_out.csv, linkability.csv, summary.json and plots",

@@ -7,12 +7,7 @@ import argparse
 from typing import Any
 
 from bayes_risk.attribute.specs import (
-    CLOSEST_MATCH_ARGUMENTS,
-    KNOWN_CURVE_ARGUMENTS,
-    KNOWN_SWEEP_ARGUMENTS,
-    LARGEST_VALUE_ARGUMENTS,
     REFIT_COST_HELP,
-    RELATIVE_DIFFERENCE_ARGUMENTS,
     EstimatorSpec,
     ScenarioSpec,
 )
@@ -27,6 +22,8 @@ __all__ = ["add_parser", "parse_pairs", "RUN", "BUSINESS"]
 SCENARIO_CHOICES = ("worst-case", "partially-known", "empty", "two-records", "known-records",
                     "largest-value", "second-largest", "two-largest-sum")
 LARGEST_VALUE_CHOICES = SCENARIO_CHOICES[5:]
+#: the intruder of the largest value, whose options the command takes
+LARGEST_VALUE = "bayes_risk.attribute.largest_value:largest_value_risk"
 
 
 def _business(args: argparse.Namespace) -> bool:
@@ -196,11 +193,10 @@ def _candidates(args: argparse.Namespace, read: dict[str, Any]) -> Any:
 #: with the knowledge sweep and the known-records curve given, or a largest-value intruder
 RUN = Run(
     "bayes_risk.attribute.run:attribute_run", check=_check, specs={"estimator": EstimatorSpec},
-    argument_groups={"largest_value": LARGEST_VALUE_ARGUMENTS},
+    argument_groups={"largest_value": LARGEST_VALUE},
     reads=(("scenario", _scenario), ("model", _model), "records", ("candidates", _candidates),
            ("prior", lambda args, v: args.prior), "random_seed", "progressbar",
            "allow_other_model", ("known_sweep", lambda args, v: args.known_sweep),
-           ("max_size", lambda args, v: args.max_size),
            ("known_curve", lambda args, v: args.known_curve),
            ("curve_seed", lambda args, v: args.known_seed or 0)),
     inputs=(("model", lambda args, v: str(args.model) if args.model is not None else
@@ -212,8 +208,8 @@ RUN = Run(
 
 #: the business-data measures (the release alone; ORIGINAL in another row order is the release's)
 BUSINESS = Run("bayes_risk.attribute.business:business_run",
-               argument_groups={"relative": RELATIVE_DIFFERENCE_ARGUMENTS,
-                                "closest": CLOSEST_MATCH_ARGUMENTS},
+               argument_groups={"relative": "bayes_risk.attribute.business:relative_difference",
+                                "closest": "bayes_risk.attribute.business:closest_match"},
                reads=(("delta", lambda args, read: args.delta),),
                files=lambda res, args: res.files(), row_order=False)
 
@@ -283,10 +279,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--known-records", default=None, metavar="RANGE|FILE",
                    help="the records the intruder knows (--scenario known-records; the target's "
                    f"own record is never among them): {RECORDS_HELP}")
-    # the arguments of largest_value_risk, known_fraction_curve and attribute_known_sweep
-    add_argument_options(p, KNOWN_CURVE_ARGUMENTS, LARGEST_VALUE_ARGUMENTS, KNOWN_SWEEP_ARGUMENTS)
+    add_argument_options(p, "bayes_risk.attribute.known_curve:known_fraction_curve", LARGEST_VALUE,
+                         "bayes_risk.attribute.knowledge:attribute_known_sweep", RUN.function)
     # the business-data measures, which read the release alone (no model)
-    add_argument_options(p, RELATIVE_DIFFERENCE_ARGUMENTS, CLOSEST_MATCH_ARGUMENTS)
+    add_argument_options(p, *BUSINESS.argument_groups.values())
     add_spec_options(p, ScenarioSpec, EstimatorSpec)
     add_run_arguments(p, _run,
                       "records.csv, summary.json and diagnostic plots",

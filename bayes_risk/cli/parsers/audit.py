@@ -6,7 +6,7 @@ import argparse
 import textwrap
 
 from bayes_risk._thresholds import builtin_thresholds
-from bayes_risk.auditing.settings import AUDIT_ARGUMENTS, SETTINGS_GROUP, AuditSettings
+from bayes_risk.auditing.settings import SETTINGS_GROUP, AuditSettings
 from bayes_risk.cli._common import (
     RECORDS_HELP,
     add_input_arguments,
@@ -101,7 +101,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    "not needed for a CART or random-forest release")
     add_type_arguments(p)
     g = p.add_argument_group(SETTINGS_GROUP)
-    add_argument_options(p, AUDIT_ARGUMENTS)  # audit()'s (--threshold: in the settings group)
+    add_argument_options(p, "bayes_risk.auditing.api:audit")
     add_spec_options(p, AuditSettings)
     g.add_argument("--records", default=None, metavar="RANGE|FILE",
                    help=f"records for attribute risk (default all): {RECORDS_HELP}")

@@ -14,7 +14,7 @@ from bayes_risk.cli._common import (
 )
 from bayes_risk.cli._runner import Run
 from bayes_risk.cli.parsers import add_argument_options, add_spec_options
-from bayes_risk.disclosure.specs import DISCLOSURE_ARGUMENTS, ExclusionSpec
+from bayes_risk.disclosure.specs import ExclusionSpec
 
 __all__ = ["add_parser", "RUN"]
 
@@ -53,10 +53,10 @@ def _files(res: Any, args: argparse.Namespace) -> tuple[dict[str, Any], dict[str
 #: disclosure_run of ORIGINAL and SYN: the measures of --keys, the differencing check (synthpop's
 #: measures pair no record with a row: ORIGINAL in another row order is the release's)
 RUN = Run("bayes_risk.disclosure.run:disclosure_run", check=_check,
-          specs={"exclude": ExclusionSpec}, arguments=(DISCLOSURE_ARGUMENTS,),
+          specs={"exclude": ExclusionSpec},
+          argument_groups={"measures": "bayes_risk.disclosure.measures:disclosure_measures"},
           reads=(("schema", lambda args, v: None if args.keys is None else
                   _common.release_schema(v["original"], v["synthetic"], args)),
-                 ("differencing", lambda args, v: args.differencing),
                  ("selected", lambda args, v: _common.parse_records(
                      args.selected, len(v["original"]), "--selected"))),
           files=_files, text=lambda res, args: res.summary_text(), row_order=False)
@@ -100,13 +100,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     add_input_arguments(p, recoded=True)
     add_type_arguments(p)
     # disclosure_measures' arguments and what its ExclusionSpec leaves out, declared by the library
-    add_argument_options(p, DISCLOSURE_ARGUMENTS)
+    add_argument_options(p, "bayes_risk.disclosure.measures:disclosure_measures")
     add_spec_options(p, ExclusionSpec)
-    p.add_argument("--differencing", action="store_true",
-                   help="also compare the implicates of a partially synthetic release: the "
-                   "records whose values differ between them are revealed as the ones selected "
-                   "for synthesis (Hawala 2008); writes differencing.json and differencing.csv. "
-                   "Alone (without --keys/--target) it runs only this check")
+    add_argument_options(p, RUN.function)  # disclosure_run's --differencing
     p.add_argument("--selected", default=None, metavar="FILE",
                    help="with --differencing: the records selected for synthesis, one 0-based "
                    "record number per line (default: the records the release changed)")

@@ -10,11 +10,7 @@ from bayes_risk.cli._common import add_input_arguments, add_run_arguments, add_t
 from bayes_risk.cli._runner import Run
 from bayes_risk.cli.parsers import add_argument_options, add_spec_options
 from bayes_risk.identification.specs import (
-    IDENTIFICATION_ARGUMENTS,
-    KNOWN_SWEEP_ARGUMENTS,
     MATCHING,
-    RADIUS_SEARCH_ARGUMENTS,
-    RADIUS_SWEEP_ARGUMENTS,
     REFINE_POINTS,
     REPLICATES,
     REPLICATES_FIELDS,
@@ -242,9 +238,11 @@ def add_parser(subparsers: Any) -> None:
                    help="known columns that were synthesized")
     add_type_arguments(p)
     p.add_argument_group(MATCHING)  # listed before the intruder's options
-    add_argument_options(p, IDENTIFICATION_ARGUMENTS)  # identification_risk's
+    add_argument_options(p, "bayes_risk.identification.api:identification_risk")
     add_spec_options(p, MatchSpec, PopulationSpec)
-    add_argument_options(p, RADIUS_SWEEP_ARGUMENTS, RADIUS_SEARCH_ARGUMENTS, KNOWN_SWEEP_ARGUMENTS)
+    add_argument_options(p, "bayes_risk.identification.radius:radius_sweep",
+                         "bayes_risk.identification.radius:radius_search",
+                         "bayes_risk.identification.run:run_known_sweep")
     p.add_argument("--records-output", choices=["per-target", "per-dataset", "none"],
                    default="per-target", help="records.csv with one row per target (default; "
                    "per-dataset aggregation: the record-level IR and counts over datasets), one "

@@ -8,13 +8,13 @@ from typing import Any
 from bayes_risk.cli._common import RECORDS_HELP, add_input_arguments, add_run_arguments
 from bayes_risk.cli._runner import Run
 from bayes_risk.cli.parsers import add_argument_options, add_spec_options
-from bayes_risk.membership.specs import MEMBERSHIP_ARGUMENTS, AttackSpec, RatioSpec
+from bayes_risk.membership.specs import AttackSpec, RatioSpec
 
 __all__ = ["add_parser", "RUN"]
 
 #: membership_risk of --model, ORIGINAL and SYN (records.csv with its index)
 RUN = Run("bayes_risk.membership.api:membership_risk",
-          specs={"attack": AttackSpec, "ratio": RatioSpec}, arguments=(MEMBERSHIP_ARGUMENTS,),
+          specs={"attack": AttackSpec, "ratio": RatioSpec},
           reads=("holdout", "model", "records", "progressbar", "random_seed",
                  "allow_other_model"),
           inputs=("model", "original", "synthetic", "holdout", "records"),
@@ -81,7 +81,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--records", default=None, metavar="RANGE|FILE",
                    help=f"members to evaluate (default: all records): {RECORDS_HELP}")
     add_spec_options(p, AttackSpec, RatioSpec)
-    add_argument_options(p, MEMBERSHIP_ARGUMENTS)  # membership_risk's, declared by the library
+    add_argument_options(p, "bayes_risk.membership.api:membership_risk")
     add_run_arguments(p, RUN, "records.csv, summary.json and plots",
                       check="the --model", other_model=True)
     return p

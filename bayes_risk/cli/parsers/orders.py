@@ -8,6 +8,7 @@ from typing import Any
 from bayes_risk.cli._common import add_input_arguments, add_run_arguments, add_type_arguments
 from bayes_risk.cli._runner import Run
 from bayes_risk.cli.options.trees import tree_options
+from bayes_risk.cli.parsers import add_argument_options
 from bayes_risk.cli.parsers.fit import add_model_options
 
 __all__ = ["add_parser", "RUN"]
@@ -73,8 +74,8 @@ def _known(args: argparse.Namespace, read: dict[str, Any]) -> list[str]:
 #: compare_visit_orders of ORIGINAL: one synthesizer of --method, every --order
 RUN = Run("bayes_risk.visit_orders:compare_visit_orders", check=_check, inputs=("original",),
           reads=("types", ("orders", _orders), ("synthesizer", _synthesizer),
-                 ("identification", _identification), ("known", _known),
-                 ("m", lambda args, read: args.m), "random_seed", "progressbar"),
+                 ("identification", _identification), ("known", _known), "random_seed",
+                 "progressbar"),
           tables={"orders.csv": lambda res: res.table},
           text=lambda res, args: res.summary().as_text().strip())
 
@@ -118,7 +119,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                         "refitted on each synthetic dataset)")
     p.add_argument("--sampling-fraction", type=float, default=None, metavar="A")
     add_type_arguments(p, fits=True)
-    p.add_argument("-m", type=int, default=5, metavar="M", help="datasets per order (default 5)")
+    add_argument_options(p, RUN.function)  # compare_visit_orders' -m
     add_model_options(p, tree_options(orders=True), "cart, rf")
     add_run_arguments(p, RUN, "orders.csv, summary.json", seed=1)
     return p

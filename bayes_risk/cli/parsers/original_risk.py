@@ -8,7 +8,6 @@ from typing import Any
 from bayes_risk.cli._common import NO_SEED, add_input_arguments, add_run_arguments
 from bayes_risk.cli._runner import Run
 from bayes_risk.cli.parsers import add_argument_options
-from bayes_risk.disclosure.specs import ORIGINAL_RISK_ARGUMENTS
 
 __all__ = ["add_parser", "RUN"]
 
@@ -26,7 +25,7 @@ def _suda_contributions(res: Any) -> Any:
 
 #: original_risk of ORIGINAL alone
 RUN = Run("bayes_risk.disclosure.original_risk:original_risk",
-          arguments=(ORIGINAL_RISK_ARGUMENTS,), inputs=("original",),
+          inputs=("original",),
           tables={"records.csv": lambda res: lambda path: res.records.reset_index(
                       drop=True).to_csv(path, index_label="record"),
                   "suda_contributions.csv": _suda_contributions})
@@ -72,7 +71,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     add_input_arguments(p, synthetic=None)
     # the arguments of original_risk, declared with their checks by the library
-    add_argument_options(p, ORIGINAL_RISK_ARGUMENTS)
+    add_argument_options(p, "bayes_risk.disclosure.original_risk:original_risk")
     add_run_arguments(p, RUN,
                       "records.csv, suda_contributions.csv and summary.json",
                       seed=NO_SEED)

@@ -12,16 +12,19 @@ from bayes_risk.cli._common import (
 )
 from bayes_risk.cli._runner import Run
 from bayes_risk.cli.parsers import add_argument_options, add_spec_options
-from bayes_risk.disclosure.specs import SDC_ARGUMENTS, SDCMICRO_ARGUMENTS, SdcMicroSpec
+from bayes_risk.disclosure.specs import SdcMicroSpec
 
 __all__ = ["add_parser", "RUN"]
+
+#: the remedies whose parameters' options the command takes
+SDC, SDCMICRO = "bayes_risk.disclosure.sdc:sdc", "bayes_risk.disclosure.sdcmicro:sdcmicro"
 
 
 def _check(args: argparse.Namespace) -> None:
     """Some remedy to apply."""
     from bayes_risk._specs import argument_values
 
-    if not any(argument_values(t, vars(args)) for t in (SDC_ARGUMENTS, SDCMICRO_ARGUMENTS)):
+    if not any(argument_values(t, vars(args)) for t in (SDC, SDCMICRO)):
         from bayes_risk.exceptions import ValidationError
 
         raise ValidationError("nothing to do: give --bottom-top, --remove, --smooth, --pram, "
@@ -39,7 +42,7 @@ def _text(res: Any, args: argparse.Namespace) -> str:
 #: is the release's: no remedy pairs a record with a row)
 RUN = Run("bayes_risk.disclosure.remedy:remedy_run", check=_check,
           specs={"sdcmicro_settings": SdcMicroSpec},
-          argument_groups={"synthpop": SDC_ARGUMENTS, "sdcmicro_options": SDCMICRO_ARGUMENTS},
+          argument_groups={"synthpop": SDC, "sdcmicro_options": SDCMICRO},
           reads=("random_seed",), text=_text,
           save=lambda res, args, folder: res.save(folder, file_format=args.file_format),
           row_order=False)
@@ -90,7 +93,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     add_input_arguments(p, " (the uniques to remove are found against it)", recoded=True)
     # sdc's and sdcmicro's arguments and sdcmicro's settings, declared by the library
-    add_argument_options(p, SDC_ARGUMENTS, SDCMICRO_ARGUMENTS)
+    add_argument_options(p, SDC, SDCMICRO)
     add_spec_options(p, SdcMicroSpec)
     add_format_argument(p)
     add_run_arguments(p, RUN,

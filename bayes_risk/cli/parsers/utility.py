@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from bayes_risk._utility_specs import UTILITY_ARGUMENTS, OverlapSpec, PropensitySpec
+from bayes_risk._utility_specs import OverlapSpec, PropensitySpec
 from bayes_risk.cli._common import add_input_arguments, add_run_arguments, add_type_arguments
 from bayes_risk.cli._runner import Run
 from bayes_risk.cli.parsers import add_argument_options, add_spec_options
@@ -15,7 +15,7 @@ __all__ = ["add_parser", "RUN"]
 #: utility_summary of ORIGINAL and SYN (synthesized: default the release's)
 RUN = Run("bayes_risk.utility.summary:utility_summary",
           specs={"propensity": PropensitySpec, "overlap": OverlapSpec},
-          arguments=(UTILITY_ARGUMENTS,), reads=("schema", "fresh_seed", "progressbar"),
+          reads=("schema", "fresh_seed", "progressbar"),
           tables={"overlap.csv": lambda r: r.overlap,
                   "tables.csv": lambda r: None if r.tables is None else r.tables.tables,
                   "marginals.csv": lambda r: r.marginals,
@@ -71,7 +71,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     add_type_arguments(p)
     # utility_summary's arguments and specs, declared by the library
     add_spec_options(p, PropensitySpec)
-    add_argument_options(p, UTILITY_ARGUMENTS)
+    add_argument_options(p, "bayes_risk.utility.summary:utility_summary")
     add_spec_options(p, OverlapSpec)
     add_run_arguments(p, RUN,
                       "summary.json, overlap.csv, tables.csv, marginals.csv, quality.csv, "
