@@ -132,6 +132,21 @@ def _drawn_class(w, cum, t, K):  # pragma: no cover - numba
     return zi
 
 
+@njit(cache=True, inline="always")
+def _scanned_class(w, t, K):  # pragma: no cover - numba
+    """The first class of positive weight whose cumulative weight reaches ``t``, summing only as
+    far as it (one record of a pattern), else the last class of positive weight."""
+    acc = 0.0
+    for k in range(K):
+        acc += w[k]
+        if acc >= t and w[k] > 0.0:
+            return k
+    zi = K - 1
+    while zi > 0 and not w[zi] > 0.0:
+        zi -= 1
+    return zi
+
+
 # The flags of every class-step kernel: the same floating-point operations whichever runs them
 _CLASS_FLAGS = {"reassoc", "contract", "arcp", "nsz"}
 
@@ -196,55 +211,39 @@ def _class_step_part(  # pragma: no cover - numba
                     w[k] = math.exp(w[k] - mx)
                     s += w[k]
                 total += m * (mx + math.log(s))
-            if m == 1:  # the cumulative weights as far as the record's class
-                t = u_z[lo] * s
-                acc = 0.0
-                zi = -1
+            acc = 0.0
+            if m > 1:  # the cumulative weights, shared by the pattern's records
                 for k in range(K):
                     acc += w[k]
-                    if acc >= t and w[k] > 0.0:
-                        zi = k
-                        break
-                if zi < 0:
-                    zi = K - 1
-                    while zi > 0 and not w[zi] > 0.0:
-                        zi -= 1
-                z[lo] = zi
-                nk[zi] += 1
-                for g in range(G):
-                    cnt_g[rows[q, g], zi] += 1.0
-                _impute(lo, zi, offsets, d, cdf, miss_ptr, miss_j, u_y, y, cnt)
-                continue
-            acc = 0.0
-            for k in range(K):
-                acc += w[k]
-                cum[k] = acc
-            if m < _HIST_MIN:
-                for r in range(lo, hi):
+                    cum[k] = acc
+            for r in range(lo, hi):
+                if m == 1:  # the cumulative weights as far as the record's class
+                    zi = _scanned_class(w, u_z[r] * s, K)
+                else:
                     zi = _drawn_class(w, cum, u_z[r] * acc, K)
-                    z[r] = zi
+                z[r] = zi
+                if m >= _HIST_MIN:  # the pattern's classes counted, their levels added below
+                    hist[zi] += 1.0
+                else:
                     nk[zi] += 1
                     for g in range(G):
                         cnt_g[rows[q, g], zi] += 1.0
-                    _impute(r, zi, offsets, d, cdf, miss_ptr, miss_j, u_y, y, cnt)
-                continue
-            for r in range(lo, hi):  # the pattern's classes counted, then added once
-                zi = _drawn_class(w, cum, u_z[r] * acc, K)
-                z[r] = zi
-                hist[zi] += 1.0
                 _impute(r, zi, offsets, d, cdf, miss_ptr, miss_j, u_y, y, cnt)
-            for g in range(G):
-                row = rows[q, g]
+            if m >= _HIST_MIN:
+                for g in range(G):
+                    row = rows[q, g]
+                    for k in range(K):
+                        cnt_g[row, k] += hist[k]
                 for k in range(K):
-                    cnt_g[row, k] += hist[k]
-            for k in range(K):
-                nk[k] += int(hist[k])
-                hist[k] = 0.0
+                    nk[k] += int(hist[k])
+                    hist[k] = 0.0
         ll[b] = total + math.log(prod)
 
 
-@njit(cache=True, inline="always")
-def _class_step_setup(phi, log_pi, offsets, combos):  # pragma: no cover - numba
+# The set-up and finish of the class step: called by _class_step and its serial twin, and by
+# models.dpmpm.step around parts run on its own threads (compiled once, not inlined)
+@njit(cache=True, nogil=True, fastmath=_CLASS_FLAGS)
+def class_step_setup(phi, log_pi, offsets, combos):  # pragma: no cover - numba
     """``π`` and the product table (classes padded to ``_KPAD``), and φ's cumulative
     probabilities by class (``[K, L]``: the imputations read one class's levels)."""
     L, K = phi.shape
@@ -273,11 +272,11 @@ def _class_step_setup(phi, log_pi, offsets, combos):  # pragma: no cover - numba
     return pi, tab, cdf
 
 
-@njit(cache=True, inline="always")
-def _class_step_finish(ll, nks, cs, cgs, combos):  # pragma: no cover - numba
-    """The blocks' log-likelihoods summed in order, the parts' class sizes and level counts
-    added up (integer-valued: exact in any order), the combinations' counts spread over their
-    levels."""
+@njit(cache=True, nogil=True, fastmath=_CLASS_FLAGS)
+def class_step_finish(ll, nks, cs, cgs, combos):  # pragma: no cover - numba
+    """``(log-likelihood, n_k, c)`` of :func:`_class_step` from the parts' outputs: the blocks'
+    log-likelihoods summed in order, the parts' class sizes and level counts added up
+    (integer-valued: exact in any order), the combinations' counts spread over their levels."""
     nparts, L, K = cs.shape
     total = 0.0
     for b in range(ll.shape[0]):
@@ -308,8 +307,10 @@ def class_step_cuts(pat, nparts):  # pragma: no cover - numba
     nblocks = (npat + _BLOCK - 1) // _BLOCK
     cuts = np.empty(nparts + 1, dtype=np.int64)
     cuts[0] = 0
+    q = 0
     for i in range(1, nparts):
-        q = np.searchsorted(pat, (i * n) // nparts)
+        while pat[q] < (i * n) // nparts:  # the first pattern starting at or after the share
+            q += 1
         cuts[i] = max(cuts[i - 1], min(nblocks, (q + _BLOCK // 2) // _BLOCK))
     cuts[nparts] = nblocks
     return cuts
@@ -330,7 +331,7 @@ def _class_step(  # pragma: no cover - numba
     """
     K = log_pi.shape[0]
     L = phi.shape[0]
-    pi, tab, cdf = _class_step_setup(phi, log_pi, offsets, combos)
+    pi, tab, cdf = class_step_setup(phi, log_pi, offsets, combos)
     npat = pat.shape[0] - 1
     ll = np.empty((npat + _BLOCK - 1) // _BLOCK)
     cuts = class_step_cuts(pat, nchunks)
@@ -341,7 +342,7 @@ def _class_step(  # pragma: no cover - numba
         _class_step_part(codes, pat, rows, offsets, d, logphi, pi, tab, cdf, log_pi, u_z,
                          miss_ptr, miss_j, u_y, y, z, cuts[ch], cuts[ch + 1], ll, nks[ch],
                          cs[ch], cgs[ch])
-    return _class_step_finish(ll, nks, cs, cgs, combos)
+    return class_step_finish(ll, nks, cs, cgs, combos)
 
 
 def _serial_twin(kernel, name: str):
@@ -354,20 +355,6 @@ def _serial_twin(kernel, name: str):
     # other core (models._bayesian.gibbs, bayes_risk._lazy.Background)
     return njit(cache=True, nogil=True,
                 fastmath=kernel.targetoptions.get("fastmath", False))(twin)
-
-
-# The set-up and finish of the class step split by the caller into parts run on its own threads
-# (models.dpmpm.step), compiled with _class_step's flags.
-@njit(cache=True, nogil=True, fastmath=_CLASS_FLAGS)
-def class_step_setup(phi, log_pi, offsets, combos):  # pragma: no cover - numba
-    """``(π, product table, cumulative φ by class)`` for :func:`_class_step_part`."""
-    return _class_step_setup(phi, log_pi, offsets, combos)
-
-
-@njit(cache=True, nogil=True, fastmath=_CLASS_FLAGS)
-def class_step_finish(ll, nks, cs, cgs, combos):  # pragma: no cover - numba
-    """``(log-likelihood, n_k, c)`` of :func:`_class_step` from the parts' outputs."""
-    return _class_step_finish(ll, nks, cs, cgs, combos)
 
 
 #: :func:`_class_step` without threads (a parallel region costs ≈ 1 ms)
