@@ -25,7 +25,9 @@ if "NUMBA_THREADING_LAYER" in os.environ:
     _numba_config.THREADING_LAYER = os.environ["NUMBA_THREADING_LAYER"]
 
 __all__ = [
+    "class_step_cuts",
     "class_step_finish",
+    "class_step_plan",
     "class_step_serial",
     "class_step_setup",
     "counts",
@@ -33,7 +35,6 @@ __all__ = [
     "lse_two_sum",
     "neighbourhood",
     "normalise_levels",
-    "shared_prefix",
     "sorted_patterns",
 ]
 
@@ -50,75 +51,100 @@ def _times_levels(w, codes, i, use, offsets, phi_h):  # pragma: no cover - numba
                     w[k] *= phi_h[row, k]
 
 
-def sorted_patterns(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Records in lexicographic order of their codes (``-1`` included) and, for each record in
-    that order, the number of leading columns it shares with the one before (``p``: the same
-    observed pattern): :func:`_class_step`'s visiting order."""
-    n, p = codes.shape
-    order = np.lexsort(codes.T[::-1]).astype(np.int64)
-    return order, shared_prefix(codes[order])
+def sorted_patterns(codes: np.ndarray) -> np.ndarray:
+    """Records in lexicographic order of their codes (``-1`` included): the class step's
+    visiting order, in which records of the same observed pattern are adjacent."""
+    return np.lexsort(codes.T[::-1]).astype(np.int64)
 
 
-def shared_prefix(codes: np.ndarray) -> np.ndarray:
-    """Number of leading columns each record shares with the record before (0 for the first)."""
+# columns multiplied together in one row of the class step's product table (four: the fewest
+# multiplications a pattern at n = 10⁴–10⁵ of NYexample; the table holds used combinations only)
+_GROUP = 4
+# records of a pattern from which its level counts are added once per (pattern, class)
+_HIST_MIN = 3
+# patterns of a block: the log-likelihood is summed per block, blocks in order, so that it does
+# not depend on how many parts or threads the step runs in
+_BLOCK = 64
+#: the class axis padded to whole AVX-512 vectors of doubles (padding: π = 0, φ = 1)
+_KPAD = 8
+
+
+def class_step_plan(codes: np.ndarray, d: np.ndarray,
+                    offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What the class step shares between records, fixed for a table (``codes`` in the sweep's
+    order of records): ``(pat, rows, combos)``.
+
+    ``pat[q]`` is where the ``q``-th run of equal rows (a pattern) starts (``pat[-1] = n``).
+    The columns are grouped ``_GROUP`` at a time (the most levels with the fewest); ``combos``
+    lists the level rows (``offsets[j] + code``, ``-1`` where missing) of each group's
+    combinations that some pattern has, and ``rows[q, g]`` is pattern ``q``'s combination of
+    group ``g``: a pattern's class weights are ``π`` times ``len(groups)`` rows of products.
+    """
     n, p = codes.shape
-    lcp = np.zeros(n, dtype=np.int64)
-    if n > 1:
-        eq = codes[1:] == codes[:-1]
-        lcp[1:] = np.where(eq.all(axis=1), p, np.argmin(eq, axis=1))
-    return lcp
+    starts = np.flatnonzero(np.r_[True, (codes[1:] != codes[:-1]).any(axis=1)])[: max(n, 0)]
+    pat = np.r_[starts, n].astype(np.int64)
+    first = codes[starts]
+    order = [int(j) for j in np.argsort(d, kind="stable")]
+    groups = []
+    while order:
+        g = [order.pop()]
+        while len(g) < _GROUP and order:
+            g.append(order.pop(0))
+        groups.append(g)
+    rows = np.empty((len(starts), len(groups)), dtype=np.int64)
+    combos = []
+    for gi, g in enumerate(groups):
+        uniq, inv = np.unique(first[:, g], axis=0, return_inverse=True)
+        rows[:, gi] = len(combos) + inv.reshape(-1)
+        level = np.where(uniq >= 0, uniq + offsets[g], -1)
+        combos.extend(np.pad(level, ((0, 0), (0, _GROUP - len(g))), constant_values=-1))
+    return pat, rows, np.array(combos, dtype=np.int64).reshape(-1, _GROUP)
 
 
 @njit(cache=True, inline="always")
-def _prefix_products(codes, r, depth, offsets, phi, pre, at, w):  # pragma: no cover - numba
-    """Class weights ``w[k] = π_k Π_j φ_kj[codes[r, j]]`` (observed columns) of record ``r``,
-    from ``pre`` (partial products, ``pre[0] = π``; ``at[j]``: the row holding the product over
-    the columns before ``j``), valid up to column ``depth``; updates ``pre`` and ``at``."""
-    p = codes.shape[1]
-    K = w.shape[0]
-    at[0] = 0
-    for j in range(depth, p):
-        src = pre[at[j]]
-        c = codes[r, j]
-        if j < p - 1:
-            if c >= 0:
-                ph = phi[offsets[j] + c]
-                dst = pre[j + 1]
-                for k in range(K):
-                    dst[k] = src[k] * ph[k]
-                at[j + 1] = j + 1
-            else:
-                at[j + 1] = at[j]
-        else:
-            for k in range(K):
-                w[k] = src[k]
-            if c >= 0:
-                ph = phi[offsets[j] + c]
-                for k in range(K):
-                    w[k] *= ph[k]
-
-
-@njit(cache=True, inline="always")
-def _impute_and_count(r, zi, offsets, phi_t, miss_ptr, miss_j, u_y, y, nk, cnt):  # pragma: no cover
-    """Record ``r``'s missing entries drawn from ``φ_{zi j}`` (``phi_t[k, row]``), then its
-    class and levels added to the counts ``nk``, ``cnt[L, K]``."""
-    p = y.shape[1]
-    L = phi_t.shape[1]
+def _impute(r, zi, offsets, d, cdf, miss_ptr, miss_j, u_y, y, cnt):  # pragma: no cover - numba
+    """Record ``r``'s missing entries drawn from ``φ_{zi j}`` (``cdf[k, row]``: the cumulative
+    probabilities of column ``j``'s levels), each added to the level counts ``cnt``."""
     for m in range(miss_ptr[r], miss_ptr[r + 1]):
         j = miss_j[m]
         base = offsets[j]
-        d = (offsets[j + 1] if j + 1 < p else L) - base
-        acc = 0.0
-        c_new = d - 1
-        for c in range(d):
-            acc += phi_t[zi, base + c]
-            if acc >= u_y[m]:
-                c_new = c
-                break
+        u = u_y[m]
+        c_new = 0  # the first level whose cumulative probability reaches u (the last at most)
+        for c in range(d[j] - 1):
+            c_new += cdf[zi, base + c] < u
         y[r, j] = c_new
-    nk[zi] += 1
-    for j in range(p):
-        cnt[offsets[j] + y[r, j], zi] += 1.0
+        cnt[base + c_new, zi] += 1.0
+
+
+@njit(cache=True, inline="always")
+def _drawn_class(w, cum, t, K):  # pragma: no cover - numba
+    """The first class of positive weight whose cumulative weight ``cum`` reaches ``t``
+    (counted, not searched: no branch a class), else the last class of positive weight."""
+    zi = 0
+    for k in range(K):
+        zi += cum[k] < t
+    while zi < K and not w[zi] > 0.0:  # t = 0
+        zi += 1
+    if zi >= K:  # t rounded beyond the total
+        zi = K - 1
+        while zi > 0 and not w[zi] > 0.0:
+            zi -= 1
+    return zi
+
+
+@njit(cache=True, inline="always")
+def _scanned_class(w, t, K):  # pragma: no cover - numba
+    """The first class of positive weight whose cumulative weight reaches ``t``, summing only as
+    far as it (one record of a pattern), else the last class of positive weight."""
+    acc = 0.0
+    for k in range(K):
+        acc += w[k]
+        if acc >= t and w[k] > 0.0:
+            return k
+    zi = K - 1
+    while zi > 0 and not w[zi] > 0.0:
+        zi -= 1
+    return zi
 
 
 # The flags of every class-step kernel: the same floating-point operations whichever runs them
@@ -128,39 +154,50 @@ _CLASS_FLAGS = {"reassoc", "contract", "arcp", "nsz"}
 # not inlined (compiled once for _class_step, its serial twin and step's two threads); nogil
 @njit(cache=True, nogil=True, fastmath=_CLASS_FLAGS)
 def _class_step_part(  # pragma: no cover - numba
-    codes, lcp, rec, offsets, logphi, phi, pi, phi_t, log_pi, u_z, miss_ptr, miss_j, u_y, y, z,
-    lo, hi, ll, nk, cnt
+    codes, pat, rows, offsets, d, logphi, pi, tab, cdf, log_pi, u_z, miss_ptr, miss_j, u_y, y, z,
+    blo, bhi, ll, nk, cnt, cnt_g
 ):
-    """:func:`_class_step` of the records ``lo..hi-1`` of the visiting order (``pi, phi_t``:
-    :func:`class_step_setup`): writes their ``z``, imputations and ``ll[rec[r]]``, adds their
-    class sizes to ``nk`` and their level counts to ``cnt``. The first record starts from no
-    shared prefix."""
+    """:func:`_class_step` of the patterns of blocks ``blo..bhi-1`` (``pi, tab, cdf``:
+    :func:`class_step_setup`): writes their records' ``z`` and imputations and each block's
+    log-likelihood ``ll[b]``, adds their class sizes to ``nk``, the imputed entries' level
+    counts to ``cnt[L, K]`` and the observed ones to ``cnt_g[combination, K]``."""
     p = codes.shape[1]
     K = log_pi.shape[0]
-    w = np.empty(K)
-    cum = np.empty(K)  # cum[k] = w[0] + ... + w[k], summed in order, for k < upto
-    upto = 0
-    pre = np.empty((p, K))  # pre[j + 1]: product over the observed columns <= j; pre[0] = π
-    at = np.empty(p, dtype=np.int64)  # row of pre holding the product over columns < j
-    for k in range(K):
-        pre[0, k] = pi[k]
-    s = 0.0
-    lli = 0.0
-    for r in range(lo, hi):
-        depth = lcp[r] if r > lo else 0
-        if depth < p:  # weights of a new pattern, from the shared prefix
-            upto = 0
-            _prefix_products(codes, r, depth, offsets, phi, pre, at, w)
+    Kp = tab.shape[1]
+    G = rows.shape[1]
+    npat = pat.shape[0] - 1
+    w = np.empty(Kp)
+    cum = np.empty(Kp)
+    hist = np.zeros(Kp)
+    for b in range(blo, bhi):
+        total = 0.0
+        prod = 1.0  # the product of the singletons' probabilities since the last log
+        for q in range(b * _BLOCK, min(npat, (b + 1) * _BLOCK)):
+            lo = pat[q]
+            hi = pat[q + 1]
+            m = hi - lo
+            for k in range(Kp):
+                w[k] = pi[k]
+            for g in range(G):
+                row = rows[q, g]
+                for k in range(Kp):
+                    w[k] *= tab[row, k]
             s = 0.0
-            for k in range(K):
+            for k in range(Kp):
                 s += w[k]
             if s > 1e-280 and s < 1e280:
-                lli = math.log(s)
+                if m == 1 and s > 1e-40:  # s <= 1: one log per few patterns, prod > 1e-290
+                    prod *= s
+                    if prod < 1e-250:
+                        total += math.log(prod)
+                        prod = 1.0
+                else:
+                    total += m * math.log(s)
             else:  # underflow: log space
                 for k in range(K):
                     w[k] = log_pi[k]
                 for j in range(p):
-                    c = codes[r, j]
+                    c = codes[lo, j]
                     if c >= 0:
                         row = offsets[j] + c
                         for k in range(K):
@@ -173,54 +210,77 @@ def _class_step_part(  # pragma: no cover - numba
                 for k in range(K):
                     w[k] = math.exp(w[k] - mx)
                     s += w[k]
-                lli = mx + math.log(s)
-        ll[rec[r]] = lli
-        # the first class whose cumulative weight reaches t: the running sums of a pattern
-        # are kept, so that records of the same pattern compare before adding further
-        t = u_z[r] * s
-        zi = -1
-        for k in range(upto):
-            if cum[k] >= t and w[k] > 0.0:
-                zi = k
-                break
-        if zi < 0:
-            zi = K - 1
-            acc = cum[upto - 1] if upto > 0 else 0.0
-            for k in range(upto, K):
-                acc += w[k]
-                cum[k] = acc
-                upto = k + 1
-                if acc >= t and w[k] > 0.0:
-                    zi = k
-                    break
-        z[r] = zi
-        _impute_and_count(r, zi, offsets, phi_t, miss_ptr, miss_j, u_y, y, nk, cnt)
+                total += m * (mx + math.log(s))
+            acc = 0.0
+            if m > 1:  # the cumulative weights, shared by the pattern's records
+                for k in range(K):
+                    acc += w[k]
+                    cum[k] = acc
+            for r in range(lo, hi):
+                if m == 1:  # the cumulative weights as far as the record's class
+                    zi = _scanned_class(w, u_z[r] * s, K)
+                else:
+                    zi = _drawn_class(w, cum, u_z[r] * acc, K)
+                z[r] = zi
+                if m >= _HIST_MIN:  # the pattern's classes counted, their levels added below
+                    hist[zi] += 1.0
+                else:
+                    nk[zi] += 1
+                    for g in range(G):
+                        cnt_g[rows[q, g], zi] += 1.0
+                _impute(r, zi, offsets, d, cdf, miss_ptr, miss_j, u_y, y, cnt)
+            if m >= _HIST_MIN:
+                for g in range(G):
+                    row = rows[q, g]
+                    for k in range(K):
+                        cnt_g[row, k] += hist[k]
+                for k in range(K):
+                    nk[k] += int(hist[k])
+                    hist[k] = 0.0
+        ll[b] = total + math.log(prod)
 
 
-@njit(cache=True, inline="always")
-def _class_step_setup(phi, log_pi):  # pragma: no cover - numba
-    """``π`` and ``φ`` by class (``[K, L]``: the imputations read one class's levels)."""
-    K = log_pi.shape[0]
-    L = phi.shape[0]
-    pi = np.empty(K)
+# The set-up and finish of the class step: called by _class_step and its serial twin, and by
+# models.dpmpm.step around parts run on its own threads (compiled once, not inlined)
+@njit(cache=True, nogil=True, fastmath=_CLASS_FLAGS)
+def class_step_setup(phi, log_pi, offsets, combos):  # pragma: no cover - numba
+    """``π`` and the product table (classes padded to ``_KPAD``), and φ's cumulative
+    probabilities by class (``[K, L]``: the imputations read one class's levels)."""
+    L, K = phi.shape
+    Kp = ((K + _KPAD - 1) // _KPAD) * _KPAD
+    p = offsets.shape[0]
+    pi = np.zeros(Kp)
     for k in range(K):
         pi[k] = math.exp(log_pi[k])
-    phi_t = np.empty((K, L))
-    for row in range(L):
+    R, width = combos.shape
+    tab = np.ones((R, Kp))
+    for r in range(R):
+        for g in range(width):
+            row = combos[r, g]
+            if row >= 0:
+                for k in range(K):
+                    tab[r, k] *= phi[row, k]
+    cdf = np.empty((K, L))
+    for j in range(p):
+        a = offsets[j]
+        b = offsets[j + 1] if j + 1 < p else L
         for k in range(K):
-            phi_t[k, row] = phi[row, k]
-    return pi, phi_t
+            acc = 0.0
+            for row in range(a, b):
+                acc += phi[row, k]
+                cdf[k, row] = acc
+    return pi, tab, cdf
 
 
-@njit(cache=True, inline="always")
-def _class_step_finish(ll, nks, cs):  # pragma: no cover - numba
-    """The log-likelihood summed in the data's order, and the parts' class sizes and level
-    counts added up (integer-valued: exact in any order)."""
-    n = ll.shape[0]
+@njit(cache=True, nogil=True, fastmath=_CLASS_FLAGS)
+def class_step_finish(ll, nks, cs, cgs, combos):  # pragma: no cover - numba
+    """``(log-likelihood, n_k, c)`` of :func:`_class_step` from the parts' outputs: the blocks'
+    log-likelihoods summed in order, the parts' class sizes and level counts added up
+    (integer-valued: exact in any order), the combinations' counts spread over their levels."""
     nparts, L, K = cs.shape
     total = 0.0
-    for i in range(n):
-        total += ll[i]
+    for b in range(ll.shape[0]):
+        total += ll[b]
     nk_all = np.zeros(K, dtype=np.int64)
     c_all = np.zeros((L, K))
     for ch in range(nparts):
@@ -229,33 +289,60 @@ def _class_step_finish(ll, nks, cs):  # pragma: no cover - numba
         for row in range(L):
             for k in range(K):
                 c_all[row, k] += cs[ch, row, k]
+        for r in range(combos.shape[0]):
+            for g in range(combos.shape[1]):
+                row = combos[r, g]
+                if row >= 0:
+                    for k in range(K):
+                        c_all[row, k] += cgs[ch, r, k]
     return total, nk_all, c_all
+
+
+@njit(cache=True)
+def class_step_cuts(pat, nparts):  # pragma: no cover - numba
+    """Block boundaries splitting the class step into ``nparts`` parts of about equal numbers
+    of records (``nparts + 1`` values from 0 to the number of blocks)."""
+    npat = pat.shape[0] - 1
+    n = pat[npat]
+    nblocks = (npat + _BLOCK - 1) // _BLOCK
+    cuts = np.empty(nparts + 1, dtype=np.int64)
+    cuts[0] = 0
+    q = 0
+    for i in range(1, nparts):
+        while pat[q] < (i * n) // nparts:  # the first pattern starting at or after the share
+            q += 1
+        cuts[i] = max(cuts[i - 1], min(nblocks, (q + _BLOCK // 2) // _BLOCK))
+    cuts[nparts] = nblocks
+    return cuts
 
 
 @njit(cache=True, parallel=True, fastmath=_CLASS_FLAGS)
 def _class_step(  # pragma: no cover - numba
-    codes, lcp, rec, offsets, logphi, phi, log_pi, u_z, miss_ptr, miss_j, u_y, y, z, nchunks
+    codes, pat, rows, combos, offsets, d, logphi, phi, log_pi, u_z, miss_ptr, miss_j, u_y, y, z,
+    nchunks
 ):
     """One Gibbs update of the classes and missing values given Θ (the DPMPM class step).
 
     Writes ``z`` and the imputed entries of ``y``; returns the observed-data log-likelihood,
-    ``n_k`` and ``c[L, K]`` of the new ``(z, y)``. Records in the visiting order (``rec[r]``: the
-    position in the data), sharing the partial products of leading columns; the results depend
-    neither on the order nor on ``nchunks`` nor on the threads.
+    ``n_k`` and ``c[L, K]`` of the new ``(z, y)``. Records in the visiting order, equal rows
+    adjacent (``pat, rows, combos``: :func:`class_step_plan`): each pattern's class weights are
+    computed once, from a table of the products of φ over groups of columns; the results depend
+    neither on ``nchunks`` nor on the threads.
     """
-    n = codes.shape[0]
     K = log_pi.shape[0]
     L = phi.shape[0]
-    pi, phi_t = _class_step_setup(phi, log_pi)
-    ll = np.empty(n)
+    pi, tab, cdf = class_step_setup(phi, log_pi, offsets, combos)
+    npat = pat.shape[0] - 1
+    ll = np.empty((npat + _BLOCK - 1) // _BLOCK)
+    cuts = class_step_cuts(pat, nchunks)
     nks = np.zeros((nchunks, K), dtype=np.int64)
     cs = np.zeros((nchunks, L, K))
-    size = (n + nchunks - 1) // nchunks
+    cgs = np.zeros((nchunks, combos.shape[0], K))
     for ch in prange(nchunks):
-        _class_step_part(codes, lcp, rec, offsets, logphi, phi, pi, phi_t, log_pi, u_z, miss_ptr,
-                        miss_j, u_y, y, z, ch * size, min(n, (ch + 1) * size), ll, nks[ch],
-                        cs[ch])
-    return _class_step_finish(ll, nks, cs)
+        _class_step_part(codes, pat, rows, offsets, d, logphi, pi, tab, cdf, log_pi, u_z,
+                         miss_ptr, miss_j, u_y, y, z, cuts[ch], cuts[ch + 1], ll, nks[ch],
+                         cs[ch], cgs[ch])
+    return class_step_finish(ll, nks, cs, cgs, combos)
 
 
 def _serial_twin(kernel, name: str):
@@ -268,20 +355,6 @@ def _serial_twin(kernel, name: str):
     # other core (models._bayesian.gibbs, bayes_risk._lazy.Background)
     return njit(cache=True, nogil=True,
                 fastmath=kernel.targetoptions.get("fastmath", False))(twin)
-
-
-# The set-up and finish of the class step split by the caller into parts run on its own threads
-# (models.dpmpm.step), compiled with _class_step's flags.
-@njit(cache=True, nogil=True, fastmath=_CLASS_FLAGS)
-def class_step_setup(phi, log_pi):  # pragma: no cover - numba
-    """``(π, φ by class)`` for :func:`_class_step_part`."""
-    return _class_step_setup(phi, log_pi)
-
-
-@njit(cache=True, nogil=True, fastmath=_CLASS_FLAGS)
-def class_step_finish(ll, nks, cs):  # pragma: no cover - numba
-    """``(log-likelihood, n_k, c)`` of :func:`_class_step` from the parts' outputs."""
-    return _class_step_finish(ll, nks, cs)
 
 
 #: :func:`_class_step` without threads (a parallel region costs ≈ 1 ms)
@@ -378,9 +451,6 @@ def lse_two(a_codes, a_use, b_codes, b_use, offsets, logphi, log_pi):  # pragma:
             )
     return out
 
-
-#: the class axis padded to a multiple of the AVX-512 width in doubles (K = 30: 20 % slower)
-_KPAD = 8
 
 
 @njit(cache=True, parallel=True, fastmath={"reassoc", "contract", "arcp", "nsz"})

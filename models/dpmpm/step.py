@@ -112,15 +112,16 @@ class DPMPMGibbs(ChainGenerator):
         self.ladder = False
         self.complete_ll = math.nan
         self._log_pi = None
-        # records sorted by pattern (the class step shares partial products), random numbers
-        # drawn in the data's order and mapped; structural zeros keep the data order
+        # records sorted by pattern (the class step computes a pattern's class weights once),
+        # random numbers drawn in the data's order and mapped; structural zeros keep the data
+        # order (runs of equal rows are the patterns then)
         n = len(codes)
         if zeros is None:
-            self.rec = kern.sorted_patterns(codes)[0]  # rec[r]: data position of record r
+            self.rec = kern.sorted_patterns(codes)  # rec[r]: data position of record r
             self.codes = np.ascontiguousarray(codes[self.rec])
         else:
             self.rec, self.codes = np.arange(n, dtype=np.int64), codes
-        self.lcp = kern.shared_prefix(self.codes)
+        self._plan = kern.class_step_plan(self.codes, self.d, self.offsets)
         mi, mj = np.nonzero(self.codes < 0)
         self.miss_i = mi.astype(np.int64)
         self.miss_j = mj.astype(np.int64)
@@ -386,25 +387,29 @@ class DPMPMGibbs(ChainGenerator):
     def _class_step(self, logphi, phi, log_pi, u_z, u_y):
         """Step 1 (classes and imputations) with the quickest kernel for the table's size (all
         three give the same numbers bit for bit)."""
-        args = (self.codes, self.lcp, self.rec, self.offsets, logphi, phi)
-        rest = (u_z, self.miss_ptr, self.miss_j, u_y, self._y, self._z)
+        pat, rows, combos = self._plan
+        args = (self.codes, pat, rows)
+        rest = (self.offsets, self.d, logphi)
+        draws = (u_z, self.miss_ptr, self.miss_j, u_y, self._y, self._z)
         threads = self._threads
         work = self.codes.size * log_pi.shape[0]
         if threads > 1 and work >= _PARALLEL_MIN_WORK:
-            return kern._class_step(*args, log_pi, *rest, 4 * threads)
-        if threads < 2 or work < _SPLIT_MIN_WORK:
-            return kern.class_step_serial(*args, log_pi, *rest, 4 * threads)
-        n, (L, K) = len(self.codes), phi.shape
-        pi, phi_t = kern.class_step_setup(phi, log_pi)
-        ll = np.empty(n)
+            return kern._class_step(*args, combos, *rest, phi, log_pi, *draws, 2 * threads)
+        if threads < 2 or work < _SPLIT_MIN_WORK:  # one part: one set of counts to clear
+            return kern.class_step_serial(*args, combos, *rest, phi, log_pi, *draws, 1)
+        L, K = phi.shape
+        pi, tab, cdf = kern.class_step_setup(phi, log_pi, self.offsets, combos)
+        cuts = kern.class_step_cuts(pat, 2)
+        ll = np.empty(cuts[-1])
         nks = np.zeros((2, K), dtype=np.int64)
         cs = np.zeros((2, L, K))
-        mid = (n + 1) // 2
-        part = functools.partial(kern._class_step_part, *args, pi, phi_t, log_pi, *rest)
-        other = _helper_thread().submit(part, mid, n, ll, nks[1], cs[1])
-        part(0, mid, ll, nks[0], cs[0])
+        cgs = np.zeros((2, len(combos), K))
+        part = functools.partial(kern._class_step_part, *args, *rest, pi, tab, cdf, log_pi,
+                                 *draws)
+        other = _helper_thread().submit(part, cuts[1], cuts[2], ll, nks[1], cs[1], cgs[1])
+        part(cuts[0], cuts[1], ll, nks[0], cs[0], cgs[0])
         other.result()
-        return kern.class_step_finish(ll, nks, cs)
+        return kern.class_step_finish(ll, nks, cs, cgs, combos)
 
 
 _HELPER: Any = None

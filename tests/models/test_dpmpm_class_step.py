@@ -1,7 +1,8 @@
-"""The DPMPM class step on records sorted by pattern (shared partial products, counts of the new
-classes, imputations per record) gives bitwise what the record-by-record step gives: the same
-classes, imputations, log-likelihood and counts, whatever the visiting order, the number of work
-items or the number of threads (issue 15: the sweep got cheaper, the draws did not change)."""
+"""The DPMPM class step on records sorted by pattern (each pattern's class weights computed once
+from a table of products of φ over groups of columns, counts of the new classes per pattern,
+imputations per record) gives what the record-by-record step gives: the same classes,
+imputations and counts, and its log-likelihood to rounding, whatever the visiting order, the
+number of work items or the number of threads (and those give the same numbers bit for bit)."""
 
 from __future__ import annotations
 
@@ -107,6 +108,7 @@ def _problem(seed: int, n: int, d: list[int], K: int, miss: float, tiny: bool):
 def _compare(codes, offsets, phi, log_pi, rng, order, nchunks, kernel=kern._class_step):
     n = len(codes)
     L, K = phi.shape
+    d = np.diff(np.r_[offsets, L]).astype(np.int64)
     logphi = np.log(phi)
     mi, mj = np.nonzero(codes < 0)
     u_z, u_y = rng.random(n), rng.random(mi.size)
@@ -119,36 +121,41 @@ def _compare(codes, offsets, phi, log_pi, rng, order, nchunks, kernel=kern._clas
     vi, vj = np.nonzero(cv < 0)
     pos = np.full(codes.shape, -1)
     pos[codes < 0] = np.arange(mi.size)
+    args = (cv, *kern.class_step_plan(cv, d, offsets), offsets, d, logphi, phi, log_pi,
+            u_z[order], np.searchsorted(vi, np.arange(n + 1)), vj.astype(np.int64),
+            u_y[pos[order][vi, vj]])
     y, z = y0[order].copy(), np.zeros(n, dtype=np.int64)
-    ll, nk, c = kernel(
-        cv, kern.shared_prefix(cv), order, offsets, logphi, phi, log_pi, u_z[order],
-        np.searchsorted(vi, np.arange(n + 1)), vj.astype(np.int64), u_y[pos[order][vi, vj]],
-        y, z, nchunks,
-    )
-    assert ll == ll_ref  # bitwise
+    ll, nk, c = kernel(*args, y, z, nchunks)
+    # products over groups of columns round differently from the column-by-column ones
+    assert ll == pytest.approx(ll_ref, rel=1e-12, abs=1e-9)
     np.testing.assert_array_equal(z, z_ref[order])
     np.testing.assert_array_equal(y, y_ref[order])
     np.testing.assert_array_equal(nk, nk_ref)
     np.testing.assert_array_equal(c, c_ref)
+    # whatever the kernel and the parts: the serial step's numbers, bit for bit
+    y1, z1 = y0[order].copy(), np.zeros(n, dtype=np.int64)
+    assert kern.class_step_serial(*args, y1, z1, 1)[0] == ll
     return ll
 
 
-def class_step_in_parts(codes, lcp, rec, offsets, logphi, phi, log_pi, u_z, miss_ptr, miss_j,
-                        u_y, y, z, nparts):
+def class_step_in_parts(codes, pat, rows, combos, offsets, d, logphi, phi, log_pi, u_z, miss_ptr,
+                        miss_j, u_y, y, z, nparts):
     """The class step as the sweep splits it over its own threads (set-up, parts, finish; the
     parts here one after the other, last first, in unequal sizes)."""
-    n, (L, K) = len(codes), phi.shape
-    pi, phi_t = kern.class_step_setup(phi, log_pi)
-    ll = np.empty(n)
+    L, K = phi.shape
+    pi, tab, cdf = kern.class_step_setup(phi, log_pi, offsets, combos)
+    nblocks = kern.class_step_cuts(pat, 1)[-1]
+    ll = np.empty(nblocks)
     nks = np.zeros((nparts, K), dtype=np.int64)
     cs = np.zeros((nparts, L, K))
-    cuts = np.unique(np.r_[0, np.sort(np.random.default_rng(nparts).integers(0, n + 1,
-                                                                             nparts - 1)), n])
+    cgs = np.zeros((nparts, len(combos), K))
+    cuts = np.unique(np.r_[0, np.sort(np.random.default_rng(nparts).integers(
+        0, nblocks + 1, nparts - 1)), nblocks])
     for part in reversed(range(len(cuts) - 1)):
-        kern._class_step_part(codes, lcp, rec, offsets, logphi, phi, pi, phi_t, log_pi, u_z,
-                             miss_ptr, miss_j, u_y, y, z, cuts[part], cuts[part + 1], ll,
-                             nks[part], cs[part])
-    return kern.class_step_finish(ll, nks, cs)
+        kern._class_step_part(codes, pat, rows, offsets, d, logphi, pi, tab, cdf, log_pi, u_z,
+                              miss_ptr, miss_j, u_y, y, z, cuts[part], cuts[part + 1], ll,
+                              nks[part], cs[part], cgs[part])
+    return kern.class_step_finish(ll, nks, cs, cgs, combos)
 
 
 KERNELS = {"class_step": kern._class_step, "class_step_serial": kern.class_step_serial,
@@ -161,10 +168,10 @@ KERNELS = {"class_step": kern._class_step, "class_step_serial": kern.class_step_
 @pytest.mark.parametrize("kernel", list(KERNELS))
 def test_class_step_is_the_record_by_record_step(tiny, nchunks, sort, kernel):
     """The threaded kernel, its serial twin (used on small tables and in one-thread chain
-    workers) and the step in parts (halves run on two threads of the sweep's own) are all the
-    record-by-record step, bit for bit."""
+    workers) and the step in parts (halves run on two threads of the sweep's own) all draw as
+    the record-by-record step."""
     codes, offsets, phi, log_pi, rng = _problem(1, 3000, [3, 4, 9, 2, 6, 5], 40, 0.1, tiny)
-    order = kern.sorted_patterns(codes)[0] if sort else np.arange(len(codes), dtype=np.int64)
+    order = kern.sorted_patterns(codes) if sort else np.arange(len(codes), dtype=np.int64)
     ll = _compare(codes, offsets, phi, log_pi, rng, order, nchunks, KERNELS[kernel])
     if tiny:  # 781 of the 3,000 records have p(y_i) < 1e-280 (log-space branch; by hand)
         assert ll < 3000 * math.log(1e-200)
@@ -176,7 +183,7 @@ def test_class_step_is_the_record_by_record_step(tiny, nchunks, sort, kernel):
        miss=st.sampled_from([0.0, 0.3, 1.0]), nchunks=st.integers(1, 9))
 def test_class_step_any_order_any_chunks(seed, n, d, K, miss, nchunks):
     codes, offsets, phi, log_pi, rng = _problem(seed, n, d, K, miss, False)
-    order = rng.permutation(n).astype(np.int64) if seed % 2 else kern.sorted_patterns(codes)[0]
+    order = rng.permutation(n).astype(np.int64) if seed % 2 else kern.sorted_patterns(codes)
     kernel = list(KERNELS.values())[seed % 3]
     _compare(codes, offsets, phi, log_pi, rng, order, nchunks, kernel)
 
@@ -209,12 +216,41 @@ def test_sweeps_with_the_class_step_split_over_two_threads_give_the_same_draws(m
     assert not any(t.name.startswith("dpmpm-class-step") for t in threading.enumerate())
 
 
-def test_sorted_patterns_and_shared_prefixes():
+def test_sorted_patterns_and_the_class_step_plan():
     codes = np.array([[1, 0, 2], [0, -1, 1], [1, 0, 2], [0, -1, 0], [1, 1, 2]])
-    order, lcp = kern.sorted_patterns(codes)
-    np.testing.assert_array_equal(codes[order], [[0, -1, 0], [0, -1, 1], [1, 0, 2], [1, 0, 2],
-                                                 [1, 1, 2]])
-    np.testing.assert_array_equal(lcp, [0, 2, 0, 3, 1])
+    order = kern.sorted_patterns(codes)
+    cv = codes[order]
+    np.testing.assert_array_equal(cv, [[0, -1, 0], [0, -1, 1], [1, 0, 2], [1, 0, 2], [1, 1, 2]])
+    d = np.array([2, 2, 3])
+    offsets = np.array([0, 2, 4])
+    pat, rows, combos = kern.class_step_plan(cv, d, offsets)
+    np.testing.assert_array_equal(pat, [0, 1, 2, 4, 5])  # the third pattern twice
+    # one group of the three columns (most levels first): each pattern's own level rows
+    np.testing.assert_array_equal(rows, [[0], [1], [2], [3]])
+    np.testing.assert_array_equal(combos, [[4, 0, -1, -1], [5, 0, -1, -1], [6, 1, 2, -1],
+                                           [6, 1, 3, -1]])
+
+
+def test_class_step_plan_groups_and_blocks():
+    """Columns go four to a group (the most levels with the fewest); each pattern's weights are
+    the product of its groups' rows, which together hold every observed level once; the parts'
+    block boundaries split the records about evenly."""
+    rng = np.random.default_rng(4)
+    d = np.array([3, 4, 9, 2, 6, 5, 11, 4, 3, 3])
+    offsets = np.r_[0, np.cumsum(d)[:-1]]
+    codes = np.column_stack([rng.integers(-1, dj, 5000) for dj in d])
+    cv = codes[kern.sorted_patterns(codes)]
+    pat, rows, combos = kern.class_step_plan(cv, d, offsets)
+    assert rows.shape == (len(pat) - 1, 3)
+    for q in range(len(pat) - 1):
+        levels = combos[rows[q]].ravel()
+        want = (offsets + cv[pat[q]])[cv[pat[q]] >= 0]
+        np.testing.assert_array_equal(np.sort(levels[levels >= 0]), np.sort(want))
+        assert (cv[pat[q]:pat[q + 1]] == cv[pat[q]]).all()
+    cuts = kern.class_step_cuts(pat, 4)
+    assert cuts[0] == 0 and cuts[-1] == -(-(len(pat) - 1) // 64)
+    sizes = np.diff(pat[np.minimum(cuts * 64, len(pat) - 1)])
+    assert sizes.sum() == len(cv) and sizes.min() > 0.2 * len(cv)
 
 
 @settings(max_examples=40, deadline=None)
