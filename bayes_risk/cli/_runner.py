@@ -10,6 +10,7 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from bayes_risk._specs import parse_records
 from bayes_risk.cli import _common
 
 __all__ = ["Run"]
@@ -19,8 +20,7 @@ __all__ = ["Run"]
 _READS: dict[str, tuple[str, Callable[[argparse.Namespace, dict[str, Any]], Any]]] = {
     "holdout": ("holdout", lambda args, v: _common.read_holdout(args)),
     "model": ("model", lambda args, v: _common.read_model(args, v["original"])),
-    "records": ("records", lambda args, v: _common.parse_records(args.records,
-                                                                 len(v["original"]))),
+    "records": ("records", lambda args, v: parse_records(args.records, len(v["original"]))),
     "schema": ("schema", lambda args, v: _common.release_schema(v["original"],
                                                                 v["synthetic"], args)),
     # ORIGINAL's types with the type options on top (a command that reads no release)

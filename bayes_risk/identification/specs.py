@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from bayes_risk._constraints import Interval, Options, check_fields, check_value, checked
-from bayes_risk._specs import as_spec, cli_option, is_number
+from bayes_risk._specs import as_spec, cli_option, is_number, parse_radius
 from bayes_risk.exceptions import ValidationError, arg_name, has_option, on_command_line
 
 if TYPE_CHECKING:
@@ -167,7 +167,8 @@ class MatchSpec:
         default=None, metadata=cli_option(
             "--radius", "radius of a numeric column (repeat per column); a bare number applies "
             "to every continuous known column (with --compat: a vector in data-frame column "
-            "order, as the R package)", metavar="COL=R", action="append", group=MATCHING))
+            "order, as the R package)", metavar="COL=R", action="append", group=MATCHING,
+            parse=parse_radius))
     radius_type: Literal["percentage", "absolute", "quantile_sd"] = field(
         default="percentage", metadata=cli_option(
             "--radius-type", "R = r|t| (default), R = r, or quantile-group SD",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from bayes_risk._specs import parse_numbers
 from bayes_risk.cli import _common
 from bayes_risk.cli._common import add_input_arguments, add_run_arguments, add_type_arguments
 from bayes_risk.cli._runner import Run
@@ -65,14 +66,6 @@ def _per_dataset(args: argparse.Namespace) -> bool:
     """Whether the datasets are evaluated one at a time (``--aggregation``, else ``--compat``)."""
     aggregation = args.aggregation.replace("-", "_") if args.aggregation else None
     return aggregation == "per_dataset" or (aggregation is None and args.compat)
-
-
-def _match(args: argparse.Namespace) -> Any:
-    """The ``MatchSpec`` of its options, ``--radius`` parsed (the spec checks the values)."""
-    from bayes_risk._specs import spec_values
-
-    return MatchSpec(**{**spec_values(MatchSpec, vars(args)),
-                        "radius": _common.parse_radius(args.radius)})
 
 
 def _population(args: argparse.Namespace, read: dict[str, Any]) -> Any:
@@ -156,7 +149,7 @@ def _search(args: argparse.Namespace, read: dict[str, Any]) -> list[float] | Non
     from bayes_risk.identification.radius import SEARCH_RADII
 
     return (list(SEARCH_RADII) if args.radius_search == "default"
-            else _common.parse_numbers(args.radius_search, "--radius-search"))
+            else parse_numbers(args.radius_search, "--radius-search"))
 
 
 def _files(run: Any, args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -174,7 +167,7 @@ def _files(run: Any, args: argparse.Namespace) -> tuple[dict[str, Any], dict[str
 #: identification_run of ORIGINAL and SYN, handed over (freed once encoded): the run, the radius
 #: search and sweep and the knowledge sweep given, for the intruder of --selection
 RUN = Run(
-    "bayes_risk.identification.run:identification_run", check=_check, specs={"match": _match},
+    "bayes_risk.identification.run:identification_run", check=_check, specs={"match": MatchSpec},
     reads=(("schema", lambda args, v: _common.release_schema(v["original"], v["synthetic"], args)
             # the manifest's roles and types (Urban, Marital as categories: no radius)
             or v["synthetic"].schema),
@@ -191,7 +184,7 @@ RUN = Run(
            ("refine", lambda args, v: REFINE_POINTS if args.radius_refine is None
             else args.radius_refine),
            # "" is refused, never ignored
-           ("sweep", lambda args, v: _common.parse_numbers(args.radius_sweep, "--radius-sweep")),
+           ("sweep", lambda args, v: parse_numbers(args.radius_sweep, "--radius-sweep")),
            ("known_sweep", lambda args, v: args.known_sweep or None),
            ("max_size", lambda args, v: args.max_size),
            ("records", lambda args, v: args.records_output),
