@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +18,7 @@ __all__ = [
     "RECORDS_HELP", "print_summary", "read_records_table",
     "read_inputs", "missing_labels", "numeric_columns", "add_format_argument",
     "schema_from_args",
-    "release_schema", "add_dask_arguments", "dask_executor",
+    "release_schema", "add_dask_arguments",
     "add_input_arguments", "add_run_arguments", "check_max_size",
     "write_run", "read_model", "read_holdout", "run_seed",
 ]
@@ -292,43 +291,6 @@ def add_dask_arguments(p: argparse.ArgumentParser, unit: str) -> None:
     g.add_argument("--dashboard", action="store_true",
                    help="with --workers: serve the local cluster's Dask dashboard (port 8787, "
                    "or a free one; its address is printed). Default: off")
-
-
-@contextlib.contextmanager
-def dask_executor(args: argparse.Namespace) -> Iterator[Any]:
-    """The executor of the Dask cluster asked for by ``--scheduler`` / ``--workers``
-    (``--partition-size`` its tasks), or ``None`` (in process)."""
-    scheduler = getattr(args, "scheduler", None)
-    workers = getattr(args, "workers", None)
-    if scheduler is None and workers is None:
-        if getattr(args, "partition_size", None) is not None:
-            raise ValidationError("--partition-size applies only with --scheduler or --workers.",
-                                  code="OPTION_CONFLICT")
-        yield None
-        return
-    if getattr(args, "dashboard", False) and workers is None:
-        raise ValidationError("--dashboard applies only with --workers (a running scheduler "
-                              "serves its own).", code="OPTION_CONFLICT")
-    from bayes_risk.distributed import connect
-    from bayes_risk.executors import as_executor
-
-    if scheduler is not None:
-        with connect(scheduler=scheduler) as client:
-            yield as_executor(client, partition_size=args.partition_size)
-        return
-    from bayes_risk.auditing.memory_plan import local_shares
-    from bayes_risk.distributed import check_n_workers
-
-    check_n_workers(workers)  # before its budget share, which a bad count would make absurd
-    # the run's budget split equally among this process and the workers: Dask's default gives
-    # each worker the machine's memory divided among the workers, more than the machine in sum
-    with local_shares(workers) as share, connect(
-            n_workers=workers, memory_limit=share, dashboard=args.dashboard) as client:
-        if args.dashboard:
-            from bayes_risk._terminal import say
-
-            say(f"Dask dashboard: {client.dashboard_link}")
-        yield as_executor(client, partition_size=args.partition_size)
 
 
 def print_summary(lines: Sequence[str], out: str | Path,

@@ -13,7 +13,7 @@ from typing import Any
 from bayes_risk._specs import parse_records
 from bayes_risk.cli import _common
 
-__all__ = ["Run"]
+__all__ = ["Run", "cluster"]
 
 #: what a ``Run`` may read besides ORIGINAL and SYN, in the order it lists them: name -> (the
 #: function's keyword, reader of the options and of what was read before)
@@ -31,6 +31,14 @@ _READS: dict[str, tuple[str, Callable[[argparse.Namespace, dict[str, Any]], Any]
     "progressbar": ("progressbar", lambda args, v: not args.quiet),
     "allow_other_model": ("allow_other_model", lambda args, v: args.allow_other_model),
 }
+
+
+def cluster(args: argparse.Namespace) -> Any:
+    """The executor of ``--scheduler`` / ``--workers`` (``--partition-size`` its tasks)."""
+    from bayes_risk.distributed import cluster_executor
+
+    return cluster_executor(args.scheduler, args.workers, partition_size=args.partition_size,
+                            dashboard=args.dashboard)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,7 +158,7 @@ class Run:
             kw["inputs"] = [kw.pop("original"), kw.pop("synthetic")]
         module, _, name = self.function.partition(":")
         function = getattr(importlib.import_module(module), name)
-        with _common.dask_executor(args) if self.dask else contextlib.nullcontext() as ex, \
+        with cluster(args) if self.dask else contextlib.nullcontext() as ex, \
                 command_line_options(self.options(args) if self.options else {}):
             if self.dask:
                 kw["executor"] = ex

@@ -36,13 +36,13 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.auditing import AuditSettings, Thresholds, audit
     from bayes_risk.auditing.verdicts import text_lines
     from bayes_risk.cli._common import (
-        dask_executor,
         print_summary,
         read_holdout,
         read_inputs,
         release_schema,
     )
     from bayes_risk.cli._run import output_dir
+    from bayes_risk.cli._runner import cluster
 
     # the thresholds and settings first: a bad one is refused before any input is read
     thresholds = Thresholds.parse(args.threshold)
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     )
     done: list = []
     # the zip of the whole folder, made once summary.json is complete: the one file to send
-    with dask_executor(args) as executor, output_dir(
+    with cluster(args) as executor, output_dir(
             args, finalize=lambda folder: done[0].to_zip(folder / BUNDLE)) as tmp:
         res = audit(original, syn, out=tmp, settings=settings.replace(executor=executor), **kw)
         done.append(res)

@@ -264,10 +264,11 @@ class PopulationSpec:
         record).
     target_id, original_id : str, optional
         The id columns of ``targets`` and of the original.
-    selection : "release", str, callable, boolean mask or sequence of int, optional
+    selection : "release", "records", str, callable, boolean mask or sequence of int, optional
         What the intruder knows of why records were selected for synthesis (``R``, Hu 2019
         §4.2.4), read by :func:`~bayes_risk.identification_risk`: ``"release"``, the rule the
-        release's manifest records (a small-cell PMM release's sensitive cells); an expression
+        release's manifest records (a small-cell PMM release's sensitive cells);
+        ``"records"``, the synthesized records the manifest lists; an expression
         on the known columns (``"Age >= 90"``) or a callable of a DataFrame, the rule, evaluated
         on each target's known values; or the selected records of the original (a mask or
         positions). A target known to be unselected then matches only unselected released
@@ -322,7 +323,6 @@ class PopulationSpec:
     original_id: str | None = field(default=None, metadata=cli_option(
         "--original-id", "id column of the original (default: the --target-id column)",
         metavar="COL", group=TARGETS))
-    # the command line reads --selection records off the release (its run conditions on it)
     selection: Any = field(default=None, metadata=cli_option(
         "--selection", "the intruder knows why records were selected for synthesis (R, Hu 2019 "
         "§4.2.4): 'release' (the rule the release's manifest records, e.g. a small-cell PMM "

@@ -80,8 +80,6 @@ def _population(args: argparse.Namespace, read: dict[str, Any]) -> Any:
     from bayes_risk.data.synthetic import sampled_records
 
     values = spec_values(PopulationSpec, vars(args))
-    if "selection" in values:
-        values["selection"] = _selection(args, read)
     counts = values.get("counts")
     if isinstance(counts, str) and counts.startswith("true:"):
         values["counts"] = read_table(counts.split(":", 1)[1])
@@ -96,21 +94,6 @@ def _population(args: argparse.Namespace, read: dict[str, Any]) -> Any:
             and sampled_records(read["synthetic"]) is not None):
         return dataclasses.replace(spec, membership="unknown")
     return spec
-
-
-def _selection(args: argparse.Namespace, read: dict[str, Any]) -> Any:
-    """``selection=`` of ``--selection``; ``records``: the release's synthesized records."""
-    if args.selection is None or args.selection.strip() != "records":
-        return args.selection
-    flags = getattr(read["synthetic"], "synthesized_records", None)
-    if flags is None:
-        from bayes_risk.exceptions import ValidationError
-
-        raise ValidationError(
-            "--selection records: the release's manifest lists no synthesized records (a "
-            "partially synthetic release of selected records lists them). Give the rule as an "
-            "expression on the known columns, or 'release'.", code="SELECTION_NOT_RECORDED")
-    return flags
 
 
 def _replicates(args: argparse.Namespace, read: dict[str, Any]) -> Any:
