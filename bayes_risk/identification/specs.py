@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from bayes_risk._constraints import Interval, Options, check_fields, check_value, checked
-from bayes_risk._specs import as_spec, cli_option, is_number, parse_radius
+from bayes_risk._specs import as_spec, cli_option, is_number, parse_numbers, parse_radius
 from bayes_risk.exceptions import ValidationError, arg_name, has_option, on_command_line
 
 if TYPE_CHECKING:
@@ -37,6 +37,9 @@ MISSING_KNOWN = ("any", "level")
 FALLBACKS = ("none", "unsynthesized")
 #: points a radius search evaluates at most between the grid's radii (``refine=``)
 REFINE_POINTS = 200
+#: the radii of :func:`~bayes_risk.radius_search` (0, exact matching, is always added): Hornby &
+#: Hu's (2021) grid, widened to ±100 % so that an intruder who matches loosely is covered
+SEARCH_RADII: tuple[float, ...] = (0.0, 0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0)
 #: how the datasets' matches are combined (``aggregation=``; ``"pooled_measures"`` resolved)
 AGGREGATIONS = ("pooled", "per_dataset")
 #: the names of log-linear population counts fitted on the original, or on each replicate
@@ -436,3 +439,15 @@ def spec_options(match: Any, population: Any) -> dict[str, Any]:
             "the inputs of bayes_risk.identification.selection.conditioned(...) instead.",
             code="OPTION_CONFLICT")
     return {"match": as_spec(match, MatchSpec, "match"), "population": population}
+
+
+def sweep_radii(text: str) -> list[float]:
+    """``--radius-sweep``'s radii: comma-separated numbers (``""`` is no radius, refused by the
+    sweep, never ignored)."""
+    return parse_numbers(text, "--radius-sweep")
+
+
+def search_radii(text: str) -> list[float]:
+    """``--radius-search``'s radii: comma-separated numbers, or ``default``
+    (:data:`SEARCH_RADII`)."""
+    return list(SEARCH_RADII) if text == "default" else parse_numbers(text, "--radius-search")

@@ -5,14 +5,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from bayes_risk._specs import parse_numbers
 from bayes_risk.cli import _common
 from bayes_risk.cli._common import add_input_arguments, add_run_arguments, add_type_arguments
 from bayes_risk.cli._runner import Run
 from bayes_risk.cli.parsers import add_argument_options, add_spec_options
 from bayes_risk.identification.specs import (
     MATCHING,
-    REFINE_POINTS,
     REPLICATES,
     REPLICATES_FIELDS,
     MatchSpec,
@@ -125,16 +123,6 @@ def _replicates(args: argparse.Namespace, read: dict[str, Any]) -> Any:
                                allow_other_model=args.allow_other_model)
 
 
-def _search(args: argparse.Namespace, read: dict[str, Any]) -> list[float] | None:
-    """The radii of ``--radius-search`` (``default``: the library's)."""
-    if args.radius_search is None:
-        return None
-    from bayes_risk.identification.radius import SEARCH_RADII
-
-    return (list(SEARCH_RADII) if args.radius_search == "default"
-            else parse_numbers(args.radius_search, "--radius-search"))
-
-
 def _files(run: Any, args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
     """The run's tables (the large ones written by pyarrow) and figures."""
     import functools
@@ -163,14 +151,6 @@ RUN = Run(
                if v["replicates"] is not None or _per_dataset(args) else "pooled_measures")),
            ("known", lambda args, v: [*args.known_unsynthesized, *args.known_synthesized]),
            ("synthesized", lambda args, v: list(args.known_synthesized)),
-           ("search", _search),
-           ("refine", lambda args, v: REFINE_POINTS if args.radius_refine is None
-            else args.radius_refine),
-           # "" is refused, never ignored
-           ("sweep", lambda args, v: parse_numbers(args.radius_sweep, "--radius-sweep")),
-           ("known_sweep", lambda args, v: args.known_sweep or None),
-           ("max_size", lambda args, v: args.max_size),
-           ("records", lambda args, v: args.records_output),
            "progressbar"),
     inputs=("original", "synthetic", "targets?"), files=_files, dask=True, hand_over=True,
     dpi=120)
@@ -216,13 +196,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument_group(MATCHING)  # listed before the intruder's options
     add_argument_options(p, "bayes_risk.identification.api:identification_risk")
     add_spec_options(p, MatchSpec, PopulationSpec)
-    add_argument_options(p, "bayes_risk.identification.radius:radius_sweep",
-                         "bayes_risk.identification.radius:radius_search",
-                         "bayes_risk.identification.run:run_known_sweep")
-    p.add_argument("--records-output", choices=["per-target", "per-dataset", "none"],
-                   default="per-target", help="records.csv with one row per target (default; "
-                   "per-dataset aggregation: the record-level IR and counts over datasets), one "
-                   "row per target and dataset (--aggregation per-dataset only), or no records.csv")
+    add_argument_options(p, RUN.function)  # the run's radius search, sweeps and records.csv
     p.add_argument_group(REPLICATES).add_argument(
         "--model", default=None, metavar="DIR",
         help="draw the replicates from this fitted model (a folder written by 'bayes-risk fit'); "
