@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bayes_risk._specs import RECORDS_NOTE
+from bayes_risk.cli.parsers import add_argument_options
 from bayes_risk.exceptions import ValidationError
 
 if TYPE_CHECKING:
@@ -95,28 +96,23 @@ def add_model_function_argument(p: argparse.ArgumentParser) -> None:
                    "MODULE must be importable: installed, or its folder on PYTHONPATH")
 
 
+#: the function whose parameters declare the column-type options
+_INFER = "bayes_risk.data.schema:infer_schema"
+_TYPES = ("categorical", "ordinal", "count", "continuous")
+
+
 def add_type_arguments(p: argparse.ArgumentParser, *, fits: bool = False) -> None:
-    """Column-type overrides and ``--missing-code``; ``fits``: ``--keep-unused-levels``."""
+    """Column-type overrides (``infer_schema``'s) and ``--missing-code``; ``fits``:
+    ``--keep-unused-levels``."""
     g = p.add_argument_group("column types (overrides of the types inferred from the data)")
-    g.add_argument("--categorical", nargs="+", default=[], metavar="COL",
-                   help="columns to treat as unordered categorical (e.g. integer-coded factors)")
-    g.add_argument("--ordinal", nargs="+", default=[], metavar="COL",
-                   help="columns to treat as ordered categorical")
-    g.add_argument("--count", nargs="+", default=[], metavar="COL",
-                   help="columns to treat as non-negative integer counts")
-    g.add_argument("--continuous", nargs="+", default=[], metavar="COL",
-                   help="columns to treat as continuous")
+    add_argument_options(g, _INFER, fields=_TYPES)
+    # its texts are missing codes of the schema and missing labels of the reader
     g.add_argument("--missing-code", nargs="+", action="extend", default=[], metavar="COL=VALUE",
                    help="a value of a count or continuous column that stands for a missing value "
                    "(synthpop's cont.na), e.g. --missing-code nociga=-8 income=-8; repeat a "
                    "column for several codes")
-    if not fits:
-        return
-    g.add_argument("--keep-unused-levels", nargs="*", default=None, metavar="COL",
-                   help="keep the levels of these categorical columns (all, without COL) that no "
-                   "record holds, the unused categories of a Parquet file's categorical column; "
-                   "by default the model drops them with warning UNUSED_LEVEL, since a model with "
-                   "a prior over every level (DPMPM) would release them")
+    if fits:
+        add_argument_options(g, _INFER, fields=("keep_unused_levels",))
 
 
 def _seed(text: str) -> int:
@@ -240,25 +236,13 @@ def read_inputs(args: argparse.Namespace, *, row_order: bool = True) -> tuple[pd
 
 def schema_from_args(df: pd.DataFrame, args: argparse.Namespace, **kw: Any):
     """Infer the schema of ``df`` with the type overrides given on the command line."""
+    from bayes_risk._specs import argument_values
     from bayes_risk.data import infer_schema
     from bayes_risk.data.missing import parse_missing_codes
 
-    return infer_schema(
-        df,
-        categorical=getattr(args, "categorical", None) or None,
-        ordinal=getattr(args, "ordinal", None) or None,
-        count=getattr(args, "count", None) or None,
-        continuous=getattr(args, "continuous", None) or None,
-        missing_codes=parse_missing_codes(getattr(args, "missing_code", None)) or None,
-        keep_unused_levels=_keep_unused_levels(args),
-        **kw,
-    )
-
-
-def _keep_unused_levels(args: argparse.Namespace) -> bool | list[str]:
-    """``--keep-unused-levels``: ``False`` when not given, ``True`` without columns."""
-    cols = getattr(args, "keep_unused_levels", None)
-    return False if cols is None else (list(cols) or True)
+    return infer_schema(df, **argument_values(infer_schema, vars(args)), **kw,
+                        missing_codes=parse_missing_codes(getattr(args, "missing_code", None))
+                        or None)
 
 
 def release_schema(original: pd.DataFrame, syn: Any, args: argparse.Namespace):
@@ -267,8 +251,7 @@ def release_schema(original: pd.DataFrame, syn: Any, args: argparse.Namespace):
     from bayes_risk.data.missing import parse_missing_codes
     from bayes_risk.data.provenance import release_schema
 
-    given = [c for a in ("categorical", "ordinal", "count", "continuous")
-             for c in (getattr(args, a, None) or ())]
+    given = [c for a in _TYPES for c in (getattr(args, a, None) or ())]
     codes = getattr(args, "missing_code", None) or []
     if syn.schema is not None and not given and not codes:
         return None
