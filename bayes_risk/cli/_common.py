@@ -21,7 +21,7 @@ __all__ = [
     "schema_from_args",
     "release_schema", "add_dask_arguments",
     "add_input_arguments", "add_run_arguments", "check_max_size",
-    "write_run", "read_model", "read_holdout", "run_seed",
+    "write_run", "read_model", "read_holdout",
 ]
 
 #: ``SYN`` of the sub-commands that read a release
@@ -359,12 +359,3 @@ def read_holdout(args: argparse.Namespace) -> pd.DataFrame | None:
         return None
     return read_records_table(args.holdout, "--holdout", missing_labels(args),
                               numeric_columns(args))
-
-
-def run_seed(args: argparse.Namespace) -> int:
-    """``--random-seed``, else a fresh one: recorded, it makes the run reproducible."""
-    if args.random_seed is not None:
-        return args.random_seed
-    import numpy as np
-
-    return int(np.random.SeedSequence().generate_state(1, dtype=np.uint32)[0])

@@ -45,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
         forest_bytes,
         load_what_the_run_loads,
     )
-    from bayes_risk.cli._common import run_seed, write_run
+    from bayes_risk._rng import given_or_fresh
+    from bayes_risk.cli._common import write_run
     from bayes_risk.data import SyntheticData, check_m
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.fit_options.trees import tree_options
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
                                            "--method or --model)" if sampled else "") + ".",
                               code="OPTION_CONFLICT" if args.original is not None
                               else "OPTION_REQUIRED")
-    seed = run_seed(args)  # recorded in the manifest
+    seed = given_or_fresh(args.random_seed)  # recorded in the manifest
     if args.model is not None:
         _refuse_fitting_options(args)
         from bayes_risk.models import load_model
