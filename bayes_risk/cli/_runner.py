@@ -10,7 +10,6 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from bayes_risk._rng import given_or_fresh
 from bayes_risk._specs import parse_records
 from bayes_risk.cli import _common
 
@@ -28,7 +27,7 @@ _READS: dict[str, tuple[str, Callable[[argparse.Namespace, dict[str, Any]], Any]
     "types": ("schema", lambda args, v: _common.schema_from_args(v["original"], args)),
     "random_seed": ("random_seed", lambda args, v: args.random_seed),
     # the seed given, else a fresh one: recorded in summary.json, the run repeats exactly
-    "fresh_seed": ("random_seed", lambda args, v: given_or_fresh(args.random_seed)),
+    "fresh_seed": ("random_seed", lambda args, v: _fresh_seed(args)),
     "progressbar": ("progressbar", lambda args, v: not args.quiet),
     "allow_other_model": ("allow_other_model", lambda args, v: args.allow_other_model),
 }
@@ -40,6 +39,12 @@ def cluster(args: argparse.Namespace) -> Any:
 
     return cluster_executor(args.scheduler, args.workers, partition_size=args.partition_size,
                             dashboard=args.dashboard)
+
+
+def _fresh_seed(args: argparse.Namespace) -> int:
+    from bayes_risk._rng import given_or_fresh  # numpy: imported when a run starts
+
+    return given_or_fresh(args.random_seed)
 
 
 @dataclasses.dataclass(frozen=True)
