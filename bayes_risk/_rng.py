@@ -9,7 +9,7 @@ import numpy as np
 from bayes_risk.exceptions import ValidationError
 
 __all__ = ["RandomSeed", "as_generator", "spawn", "seed_sequence", "child_sequence",
-           "replicate_rng", "seed_to_json", "replayable_seed"]
+           "replicate_rng", "seed_to_json", "replayable_seed", "given_or_fresh"]
 
 type RandomSeed = None | int | Sequence[int] | np.random.SeedSequence | np.random.Generator
 
@@ -91,3 +91,11 @@ def replayable_seed(random_seed: RandomSeed) -> int | list[int] | None:
         return [int(s) for s in random_seed]
     except (TypeError, ValueError):
         return None
+
+
+def given_or_fresh(random_seed: int | None) -> int:
+    """``random_seed``, else a seed drawn fresh from the operating system's entropy: recorded,
+    it makes a run given no seed repeat exactly."""
+    if random_seed is not None:
+        return int(random_seed)
+    return int(np.random.SeedSequence().generate_state(1, dtype=np.uint32)[0])

@@ -71,6 +71,11 @@ class CliOption:
         return given if self.parse is None else self.parse(given)
 
     @property
+    def key(self) -> str:
+        """Where argparse stores the option's value (``dest``, else the flag's name)."""
+        return self.dest or self.flag.lstrip("-").replace("-", "_")
+
+    @property
     def usage(self) -> str:
         """The option as an error message shows it (``--identifying COL [COL ...]``)."""
         meta = self.metavar or "VALUE"
@@ -297,7 +302,7 @@ def _imported(lines: list[str], wanted: set[str]) -> dict[str, Any]:
 def _given(options: list[tuple[str, CliOption]], given: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, opt in options:
-        value = given.get(opt.dest or opt.flag.lstrip("-").replace("-", "_"))
+        value = given.get(opt.key)
         if value is not None:
             out[name] = opt.value(value)
     return out
@@ -399,3 +404,106 @@ def percent_hint(text: str) -> str:
         share = None
     return ("" if share is None else
             f" Percentages are written as fractions here: write {t} as {share:g}.")
+
+
+#: how the command line numbers records (the messages of :func:`parse_records`)
+RECORDS_NOTE = "records are numbered from 0 (the first data row after the header is record 0)"
+
+
+def parse_records(text: str | None, n: int, argument: str = "--records") -> list[int] | None:
+    """Record numbers (0-based, as ``DataFrame.iloc``) of ``--records`` and the options like it:
+    ``"0-199"``, ``"0,5,10-20"`` or a file of them; repeats dropped. Raises ``ValidationError``
+    for bad ranges or numbers >= ``n``."""
+    import re
+    from pathlib import Path
+
+    if text is None:
+        return None
+    p = Path(text)
+    if p.is_file():  # tokens by line, so that an error names the file's line
+        lines = p.read_text(encoding="utf-8-sig").splitlines()
+        where = [f"{argument} {text!r}, line {k}" for k in range(1, len(lines) + 1)]
+    elif re.search(r"[^\d\s,;-]", text):
+        raise ValidationError(f"{argument}: {text!r} is neither a file nor record numbers like "
+                              f"'0-199'; {RECORDS_NOTE}.", code="RECORDS_INVALID")
+    else:
+        lines, where = [text], [argument]
+    out: list[int] = []
+
+    def outside(r: int, at: str) -> ValidationError:
+        return ValidationError(f"{at}: record {r} is outside 0..{n - 1}: the data has {n} "
+                               f"records; {RECORDS_NOTE}.", code="RECORD_OUT_OF_RANGE")
+
+    for line, at in zip(lines, where, strict=True):
+        for t in (t for t in re.split(r"[\s,;]+", line.strip()) if t):
+            m = re.fullmatch(r"(\d+)-(\d+)", t)
+            if m:
+                a, b = int(m.group(1)), int(m.group(2))
+                if a > b:
+                    raise ValidationError(f"{at}: range {t!r} is empty (start > end).",
+                                          code="RECORDS_INVALID")
+                if b >= n:  # checked before the range is expanded (0-2000000000 is no list)
+                    raise outside(b if a < n else a, at)
+                out.extend(range(a, b + 1))
+            elif re.fullmatch(r"\d+", t):
+                if int(t) >= n:
+                    raise outside(int(t), at)
+                out.append(int(t))
+            else:
+                raise ValidationError(f"{at}: {t!r} is not a record number or range like "
+                                      f"'0-199'; {RECORDS_NOTE}.", code="RECORDS_INVALID")
+    if not out:
+        raise ValidationError(f"{argument} selects no record.", code="RECORDS_INVALID")
+    return list(dict.fromkeys(out))
+
+
+def parse_radius(items: list[str] | None, *,
+                 vector: bool = True) -> float | list[float] | dict[str, float] | None:
+    """``--radius``: ``COL=R`` for every value, or bare numbers (one: a float; several only with
+    ``vector``, for ``--compat``); the library checks the values."""
+    if not items:
+        return None
+    keyed = [i for i in items if "=" in i]
+    if keyed and len(keyed) != len(items):
+        raise ValidationError("--radius: use either COL=R for every value or bare numbers, not "
+                              f"both. Got {items}.", code="BAD_OPTION_VALUE")
+    if keyed:
+        return parse_key_value(items, "--radius", float)
+    vals = parse_numbers(",".join(items), "--radius")
+    if len(vals) > 1 and not vector:
+        raise ValidationError(f"--radius: give COL=R for every value or one bare number. Got "
+                              f"{items}.", code="BAD_OPTION_VALUE")
+    return vals[0] if len(vals) == 1 else vals
+
+
+def parse_numbers(text: str | None, option: str, *, none: bool = False) -> list[float] | None:
+    """Comma-separated numbers (``--radius-sweep 0.1,0.2``); ``None`` for ``None`` and, with
+    ``none``, for ``none``."""
+    if text is None or (none and text.strip().lower() == "none"):
+        return None
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError as err:
+        pct = next((h for x in text.split(",") if (h := percent_hint(x))), "")
+        raise ValidationError(f"{option} expects comma-separated numbers"
+                              f"{' or none' if none else ''}. Got {text!r}.{pct}",
+                              code="BAD_OPTION_VALUE") from err
+
+
+def parse_one_or_pairs(items: list[str] | None, option: str, what: str, *,
+                       empty: bool = False) -> str | dict[str, str] | None:
+    """One bare value (for every column), or ``COL=WHAT`` pairs of distinct columns (``empty``:
+    ``COL=`` allowed), as ``--method-per-column`` and ``--group-by`` take them."""
+    if not items:
+        return None
+    if len(items) == 1 and "=" not in items[0]:
+        return items[0]
+    out: dict[str, str] = {}
+    for i in items:
+        c, sep, v = i.partition("=")
+        if not sep or not c or c in out or not (v or empty):
+            raise ValidationError(f"{option}: {i!r} is not a new COL={what} pair; give one "
+                                  f"{what} alone, or one COL={what} pair per column.",
+                                  code="BAD_OPTION_VALUE")
+        out[c] = v
+    return out

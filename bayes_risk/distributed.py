@@ -20,11 +20,13 @@ from bayes_risk.executors import (
     DaskExecutor,
     DaskNotInstalledError,
     _distributed,
+    as_executor,
     check_partition_size,
 )
 
 __all__ = ["attribute_risk", "identification_risk", "radius_search", "radius_sweep", "connect",
-           "DaskNotInstalledError"]
+           "cluster_executor", "DaskNotInstalledError"]
+
 
 def _bound_call(fn: Any, name: str, *args: Any, **kwargs: Any) -> Any:
     """``fn(*args, **kwargs)``, a ``ValidationError`` naming ``name`` if they do not bind."""
@@ -114,6 +116,49 @@ def connect(scheduler: str | None = None, n_workers: int | None = None, *,
         n_workers=int(n_workers), threads_per_worker=1, processes=True, **web, **kw
     ) as cluster, distributed.Client(cluster) as client:
         yield client
+
+
+@contextlib.contextmanager
+def cluster_executor(scheduler: str | None = None, workers: int | None = None, *,
+                     partition_size: int | None = None, dashboard: bool = False
+                     ) -> Iterator[Any]:
+    """The executor of a Dask cluster for a ``with`` block: of the scheduler at ``scheduler``,
+    or of a local cluster of ``workers`` processes (the run's memory budget shared equally
+    among them and this process; ``dashboard``: served, its address said), its tasks of
+    ``partition_size``; ``None`` (in process) without either.
+
+    Raises
+    ------
+    ValidationError
+        ``partition_size`` without a cluster, or ``dashboard`` without ``workers``
+        (``OPTION_CONFLICT``).
+    """
+    if scheduler is None and workers is None:
+        if partition_size is not None:
+            raise ValidationError(f"{arg_name('partition_size')} applies only with "
+                                  f"{arg_name('scheduler')} or {arg_name('workers')}.",
+                                  code="OPTION_CONFLICT")
+        yield None
+        return
+    if dashboard and workers is None:
+        raise ValidationError(f"{arg_name('dashboard')} applies only with {arg_name('workers')} "
+                              "(a running scheduler serves its own).", code="OPTION_CONFLICT")
+    if scheduler is not None:
+        with connect(scheduler=scheduler) as client:
+            yield as_executor(client, partition_size=partition_size)
+        return
+    from bayes_risk.auditing.memory_plan import local_shares
+
+    check_n_workers(workers)  # before its budget share, which a bad count would make absurd
+    # Dask's default gives each worker the machine's memory divided among the workers: more
+    # than the machine in sum beside this process
+    with local_shares(workers) as share, connect(
+            n_workers=workers, memory_limit=share, dashboard=dashboard) as client:
+        if dashboard:
+            from bayes_risk._terminal import say
+
+            say(f"Dask dashboard: {client.dashboard_link}")
+        yield as_executor(client, partition_size=partition_size)
 
 
 def _close_failed_client(distributed: Any) -> None:

@@ -5,13 +5,13 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 from bayes_risk._constraints import Options, check_value
-from bayes_risk._specs import CliOption, argument_values, cli_arguments, cli_option
+from bayes_risk._specs import CliOption, cli_arguments, cli_option
 from bayes_risk.exceptions import BayesRiskWarning, ValidationError
 
 __all__ = ["GROUP", "OPTIONS_GROUP", "ModelOption", "fit_options", "merge_options",
@@ -264,7 +264,6 @@ def setting_names(cls: type) -> set[str]:
 
 def model_settings(cls: type, method: str, options: Mapping[str, Mapping[str, Any]],
                    given: Mapping[str, Any], *,
-                   convert: Mapping[str, Callable[[Any, str], Any]] | None = None,
                    sampling: Mapping[str, Any] | None = None,
                    run: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The model-specific options given, as settings of the synthesizer ``cls``.
@@ -281,9 +280,6 @@ def model_settings(cls: type, method: str, options: Mapping[str, Mapping[str, An
     given : mapping
         The parsed options by their destinations (``vars(args)``); an option given as ``None``
         or not at all is not given.
-    convert : mapping of str to callable, optional
-        Per setting, ``convert[setting](value, flag)`` turns an option's value into the
-        setting's, applied once the option is found to apply.
     sampling : mapping, optional
         The sampler settings given (``draws=...``: :class:`~bayes_risk.models.Sampling`'s
         fields), refused unless ``cls`` takes each.
@@ -318,16 +314,18 @@ def model_settings(cls: type, method: str, options: Mapping[str, Mapping[str, An
     if "spec" in params:  # the options that make it
         params |= {"method_per_column", "predictor_matrix"}
     out: dict[str, Any] = dict(sampling or {})
-    for setting, value in argument_values(options, given).items():
-        flag = options[setting]["cli"].flag
+    for setting, opt in cli_arguments(options):
+        value = given.get(opt.key)
+        if value is None:
+            continue
+        flag = opt.flag
         if setting not in params:
             raise ValidationError(f"{flag}: not an option of --method {method} "
                                   f"({cls.__name__} takes no setting {setting!r}; the option "
                                   "applies to --method "
                                   f"{' and '.join(options[setting].get('models', ()))}).",
                                   code="OPTION_CONFLICT")
-        if convert and setting in convert:
-            value = convert[setting](value, flag)
+        value = opt.value(value)  # its text parsed once the option is found to apply
         out[setting] = tuple(value) if isinstance(value, list) else value
     if "method_per_column" in out or "predictor_matrix" in out:
         from bayes_risk.models import SynthesisSpec

@@ -586,16 +586,18 @@ def test_local_cluster_shares_the_budget_and_keeps_port_8787_free(monkeypatch):
                 assert sched.http_server.port != 8787  # its health and metrics endpoints
     finally:
         taken.close()
-    from argparse import Namespace
+    from bayes_risk.cli._run import command_line_options
 
-    from bayes_risk.cli._common import dask_executor
-
-    args = Namespace(scheduler="tcp://127.0.0.1:1", workers=None, partition_size=None,
-                     dashboard=True)
-    with pytest.raises(ValidationError, match="--dashboard applies only with --workers") as err:
-        with dask_executor(args):
-            pass
+    # the command line's words: its options name the arguments
+    with command_line_options({"dashboard": "--dashboard", "workers": "--workers"}):
+        with pytest.raises(ValidationError,
+                           match="--dashboard applies only with --workers") as err:
+            with bd.cluster_executor("tcp://127.0.0.1:1", dashboard=True):
+                pass
     assert err.value.code == "OPTION_CONFLICT"
+    with pytest.raises(ValidationError, match="partition_size applies only with scheduler"):
+        with bd.cluster_executor(partition_size=10):
+            pass
 
 
 def test_cli_without_dask_says_how_to_install(tmp_path, ce):

@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # module level holds the standard library only (the parsers r
 
 __all__ = ["ScenarioSpec", "EstimatorSpec", "SCENARIOS", "ESTIMATORS", "KHAT_POSTERIORS",
            "KHAT_TOLERANCE", "REFIT_CACHE_HELP", "REFIT_COST_HELP", "PLUGIN_REPLICATES_HELP",
-           "scenario_arg",
+           "scenario_arg", "parse_pairs",
            "DEFAULT_DELTA"]
 
 #: ``KHAT_HIGH`` under ``khat_rule="material"``: by how much the truth's probability may at
@@ -318,3 +318,34 @@ class EstimatorSpec:
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         return EstimatorSpec(**(fields | changes))
 
+
+def parse_pairs(text: str) -> list[tuple[int, int]]:
+    """``--pairs``: ``"0:1,2:5"`` or a file with one pair per line (``I J``, ``I,J`` or ``I:J``);
+    ``ValidationError`` for a malformed pair (a record outside the original: the library's
+    check of ``ScenarioSpec.pairs``)."""
+    from pathlib import Path
+
+    path = Path(text)
+    if path.is_file():
+        items = [ln.strip() for ln in path.read_text().splitlines()
+                 if ln.strip() and not ln.lstrip().startswith("#")]
+        where = f"file {text!r}"
+    else:
+        items = [t.strip() for t in text.split(",") if t.strip()]
+        where = "--pairs"
+    out = []
+    for it in items:
+        parts = [p for p in it.replace(":", " ").replace(",", " ").replace(";", " ").split()]
+        if len(parts) != 2 or not all(p.isdigit() for p in parts):
+            raise ValidationError(f"{where}: {it!r} is not a pair of record numbers; expected "
+                                  "'I:J' such as '0:1,2:5' (a file: one pair 'I J' per line); "
+                                  "records are numbered from 0.", code="BAD_OPTION_VALUE")
+        i, j = int(parts[0]), int(parts[1])
+        if i == j:
+            raise ValidationError(f"{where}: pair {it!r} names record {i} twice; a pair is two "
+                                  "different records (for one record: --scenario worst-case).",
+                                  code="BAD_OPTION_VALUE")
+        out.append((i, j))
+    if not out:
+        raise ValidationError(f"{where} holds no pair.", code="BAD_OPTION_VALUE")
+    return out

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
-import numpy as np
 import pandas as pd
 
+from bayes_risk._rng import given_or_fresh
 from bayes_risk._specs import as_spec, cli_option
 from bayes_risk._terminal import say
 from bayes_risk.auditing.outcome import StepOutcome
@@ -115,8 +115,7 @@ def audit(
     budget = audit_budget()  # read first: what the process holds before the audit's inputs
     data, syn, sch, w = audit_inputs(original, synthetic, schema, s.categorical, s.weights)
     seed_src = "given" if random_seed is not None else "drawn"
-    if random_seed is None:
-        random_seed = int(np.random.SeedSequence().generate_state(1, dtype=np.uint32)[0])
+    random_seed = given_or_fresh(random_seed)
     plan = make_plan(data, syn, sch, s, known=known, model=model, synthesized=synthesized,
                       thresholds=Thresholds.parse(s.thresholds), random_seed=random_seed,
                       seed_src=seed_src)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from bayes_risk._constraints import Interval, SequenceOf, check_fields, checked
-from bayes_risk._specs import as_spec, cli_option, cli_spec
+from bayes_risk._specs import as_spec, cli_option, cli_spec, parse_radius
 from bayes_risk._utility_specs import (
     COMBINING_RULES,
     PROPENSITY_METHODS,
@@ -171,7 +172,8 @@ class AuditSettings:
         MatchSpec,
         radius={"metavar": "COL=R|R", "group": SETTINGS_GROUP,
                 "help": "the radius reported beside the worst case (repeat per column, or one "
-                "number for every numeric known column; default 0.1, Hornby & Hu's convention)"},
+                "number for every numeric known column; default 0.1, Hornby & Hu's convention)",
+                "parse": functools.partial(parse_radius, vector=False)},
         radius_type={"group": SETTINGS_GROUP, "help": "how --radius is read (default "
                      "percentage)"}))
     # checked by the audit (Thresholds.parse reads the registered measures)

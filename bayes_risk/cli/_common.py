@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bayes_risk._specs import parse_key_value, percent_hint
+from bayes_risk._specs import RECORDS_NOTE
+from bayes_risk.cli.parsers import add_argument_options
 from bayes_risk.exceptions import ValidationError
 
 if TYPE_CHECKING:
@@ -16,13 +16,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "add_type_arguments", "add_seed_argument", "add_quiet_argument", "add_out_argument",
-    "RECORDS_NOTE", "RECORDS_HELP", "print_summary", "read_records_table",
-    "read_inputs", "missing_labels", "numeric_columns", "add_format_argument", "parse_records",
+    "RECORDS_HELP", "print_summary", "read_records_table",
+    "read_inputs", "missing_labels", "numeric_columns", "add_format_argument",
     "schema_from_args",
-    "release_schema", "add_dask_arguments", "dask_executor",
+    "release_schema", "add_dask_arguments",
     "add_input_arguments", "add_run_arguments", "check_max_size",
-    "write_run", "read_model", "read_holdout", "run_seed", "parse_radius",
-    "parse_numbers", "parse_one_or_pairs",
+    "write_run", "read_model", "read_holdout",
 ]
 
 #: ``SYN`` of the sub-commands that read a release
@@ -97,28 +96,23 @@ def add_model_function_argument(p: argparse.ArgumentParser) -> None:
                    "MODULE must be importable: installed, or its folder on PYTHONPATH")
 
 
+#: the function whose parameters declare the column-type options
+_INFER = "bayes_risk.data.schema:infer_schema"
+_TYPES = ("categorical", "ordinal", "count", "continuous")
+
+
 def add_type_arguments(p: argparse.ArgumentParser, *, fits: bool = False) -> None:
-    """Column-type overrides and ``--missing-code``; ``fits``: ``--keep-unused-levels``."""
+    """Column-type overrides (``infer_schema``'s) and ``--missing-code``; ``fits``:
+    ``--keep-unused-levels``."""
     g = p.add_argument_group("column types (overrides of the types inferred from the data)")
-    g.add_argument("--categorical", nargs="+", default=[], metavar="COL",
-                   help="columns to treat as unordered categorical (e.g. integer-coded factors)")
-    g.add_argument("--ordinal", nargs="+", default=[], metavar="COL",
-                   help="columns to treat as ordered categorical")
-    g.add_argument("--count", nargs="+", default=[], metavar="COL",
-                   help="columns to treat as non-negative integer counts")
-    g.add_argument("--continuous", nargs="+", default=[], metavar="COL",
-                   help="columns to treat as continuous")
+    add_argument_options(g, _INFER, fields=_TYPES)
+    # its texts are missing codes of the schema and missing labels of the reader
     g.add_argument("--missing-code", nargs="+", action="extend", default=[], metavar="COL=VALUE",
                    help="a value of a count or continuous column that stands for a missing value "
                    "(synthpop's cont.na), e.g. --missing-code nociga=-8 income=-8; repeat a "
                    "column for several codes")
-    if not fits:
-        return
-    g.add_argument("--keep-unused-levels", nargs="*", default=None, metavar="COL",
-                   help="keep the levels of these categorical columns (all, without COL) that no "
-                   "record holds, the unused categories of a Parquet file's categorical column; "
-                   "by default the model drops them with warning UNUSED_LEVEL, since a model with "
-                   "a prior over every level (DPMPM) would release them")
+    if fits:
+        add_argument_options(g, _INFER, fields=("keep_unused_levels",))
 
 
 def _seed(text: str) -> int:
@@ -170,7 +164,6 @@ def add_out_argument(p: argparse.ArgumentParser, what: str, *, required: bool = 
                    "once the new output is complete")
 
 
-RECORDS_NOTE = "records are numbered from 0 (the first data row after the header is record 0)"
 RECORDS_HELP = (
     "record numbers such as '0-199' or '0,5,10-20', or a text file of them (separated by "
     f"spaces, commas, semicolons or new lines); {RECORDS_NOTE}"
@@ -241,72 +234,15 @@ def read_inputs(args: argparse.Namespace, *, row_order: bool = True) -> tuple[pd
     return original, release
 
 
-def parse_records(text: str | None, n: int, argument: str = "--records") -> list[int] | None:
-    """Record numbers (0-based, as ``DataFrame.iloc``): ``"0-199"``, ``"0,5,10-20"`` or a file
-    of them; repeats dropped. Raises ``ValidationError`` for bad ranges or numbers >= ``n``."""
-    import re
-
-    if text is None:
-        return None
-    p = Path(text)
-    if p.is_file():  # tokens by line, so that an error names the file's line
-        lines = p.read_text(encoding="utf-8-sig").splitlines()
-        where = [f"{argument} {text!r}, line {k}" for k in range(1, len(lines) + 1)]
-    elif re.search(r"[^\d\s,;-]", text):
-        raise ValidationError(f"{argument}: {text!r} is neither a file nor record numbers like "
-                              f"'0-199'; {RECORDS_NOTE}.", code="RECORDS_INVALID")
-    else:
-        lines, where = [text], [argument]
-    out: list[int] = []
-
-    def outside(r: int, at: str) -> ValidationError:
-        return ValidationError(f"{at}: record {r} is outside 0..{n - 1}: the data has {n} "
-                               f"records; {RECORDS_NOTE}.", code="RECORD_OUT_OF_RANGE")
-
-    for line, at in zip(lines, where, strict=True):
-        for t in (t for t in re.split(r"[\s,;]+", line.strip()) if t):
-            m = re.fullmatch(r"(\d+)-(\d+)", t)
-            if m:
-                a, b = int(m.group(1)), int(m.group(2))
-                if a > b:
-                    raise ValidationError(f"{at}: range {t!r} is empty (start > end).",
-                                          code="RECORDS_INVALID")
-                if b >= n:  # checked before the range is expanded (0-2000000000 is no list)
-                    raise outside(b if a < n else a, at)
-                out.extend(range(a, b + 1))
-            elif re.fullmatch(r"\d+", t):
-                if int(t) >= n:
-                    raise outside(int(t), at)
-                out.append(int(t))
-            else:
-                raise ValidationError(f"{at}: {t!r} is not a record number or range like "
-                                      f"'0-199'; {RECORDS_NOTE}.", code="RECORDS_INVALID")
-    if not out:
-        raise ValidationError(f"{argument} selects no record.", code="RECORDS_INVALID")
-    return list(dict.fromkeys(out))
-
-
 def schema_from_args(df: pd.DataFrame, args: argparse.Namespace, **kw: Any):
     """Infer the schema of ``df`` with the type overrides given on the command line."""
+    from bayes_risk._specs import argument_values
     from bayes_risk.data import infer_schema
     from bayes_risk.data.missing import parse_missing_codes
 
-    return infer_schema(
-        df,
-        categorical=getattr(args, "categorical", None) or None,
-        ordinal=getattr(args, "ordinal", None) or None,
-        count=getattr(args, "count", None) or None,
-        continuous=getattr(args, "continuous", None) or None,
-        missing_codes=parse_missing_codes(getattr(args, "missing_code", None)) or None,
-        keep_unused_levels=_keep_unused_levels(args),
-        **kw,
-    )
-
-
-def _keep_unused_levels(args: argparse.Namespace) -> bool | list[str]:
-    """``--keep-unused-levels``: ``False`` when not given, ``True`` without columns."""
-    cols = getattr(args, "keep_unused_levels", None)
-    return False if cols is None else (list(cols) or True)
+    return infer_schema(df, **argument_values(infer_schema, vars(args)), **kw,
+                        missing_codes=parse_missing_codes(getattr(args, "missing_code", None))
+                        or None)
 
 
 def release_schema(original: pd.DataFrame, syn: Any, args: argparse.Namespace):
@@ -315,65 +251,12 @@ def release_schema(original: pd.DataFrame, syn: Any, args: argparse.Namespace):
     from bayes_risk.data.missing import parse_missing_codes
     from bayes_risk.data.provenance import release_schema
 
-    given = [c for a in ("categorical", "ordinal", "count", "continuous")
-             for c in (getattr(args, a, None) or ())]
+    given = [c for a in _TYPES for c in (getattr(args, a, None) or ())]
     codes = getattr(args, "missing_code", None) or []
     if syn.schema is not None and not given and not codes:
         return None
     return release_schema(syn, schema_from_args(original, args), given,
                           list(parse_missing_codes(codes)))
-
-
-def parse_radius(items: list[str] | None, *,
-                 vector: bool = True) -> float | list[float] | dict[str, float] | None:
-    """``--radius``: ``COL=R`` for every value, or bare numbers (one: a float; several only with
-    ``vector``, for ``--compat``); the library checks the values."""
-    if not items:
-        return None
-    keyed = [i for i in items if "=" in i]
-    if keyed and len(keyed) != len(items):
-        raise ValidationError("--radius: use either COL=R for every value or bare numbers, not "
-                              f"both. Got {items}.", code="BAD_OPTION_VALUE")
-    if keyed:
-        return parse_key_value(items, "--radius", float)
-    vals = parse_numbers(",".join(items), "--radius")
-    if len(vals) > 1 and not vector:
-        raise ValidationError(f"--radius: give COL=R for every value or one bare number. Got "
-                              f"{items}.", code="BAD_OPTION_VALUE")
-    return vals[0] if len(vals) == 1 else vals
-
-
-def parse_numbers(text: str | None, option: str, *, none: bool = False) -> list[float] | None:
-    """Comma-separated numbers (``--radius-sweep 0.1,0.2``); ``None`` for ``None`` and, with
-    ``none``, for ``none``."""
-    if text is None or (none and text.strip().lower() == "none"):
-        return None
-    try:
-        return [float(x) for x in text.split(",") if x.strip()]
-    except ValueError as err:
-        pct = next((h for x in text.split(",") if (h := percent_hint(x))), "")
-        raise ValidationError(f"{option} expects comma-separated numbers"
-                              f"{' or none' if none else ''}. Got {text!r}.{pct}",
-                              code="BAD_OPTION_VALUE") from err
-
-
-def parse_one_or_pairs(items: list[str] | None, option: str, what: str, *,
-                       empty: bool = False) -> str | dict[str, str] | None:
-    """One bare value (for every column), or ``COL=WHAT`` pairs of distinct columns (``empty``:
-    ``COL=`` allowed), as ``--method-per-column`` and ``--group-by`` take them."""
-    if not items:
-        return None
-    if len(items) == 1 and "=" not in items[0]:
-        return items[0]
-    out: dict[str, str] = {}
-    for i in items:
-        c, sep, v = i.partition("=")
-        if not sep or not c or c in out or not (v or empty):
-            raise ValidationError(f"{option}: {i!r} is not a new COL={what} pair; give one "
-                                  f"{what} alone, or one COL={what} pair per column.",
-                                  code="BAD_OPTION_VALUE")
-        out[c] = v
-    return out
 
 
 def add_dask_arguments(p: argparse.ArgumentParser, unit: str) -> None:
@@ -391,43 +274,6 @@ def add_dask_arguments(p: argparse.ArgumentParser, unit: str) -> None:
     g.add_argument("--dashboard", action="store_true",
                    help="with --workers: serve the local cluster's Dask dashboard (port 8787, "
                    "or a free one; its address is printed). Default: off")
-
-
-@contextlib.contextmanager
-def dask_executor(args: argparse.Namespace) -> Iterator[Any]:
-    """The executor of the Dask cluster asked for by ``--scheduler`` / ``--workers``
-    (``--partition-size`` its tasks), or ``None`` (in process)."""
-    scheduler = getattr(args, "scheduler", None)
-    workers = getattr(args, "workers", None)
-    if scheduler is None and workers is None:
-        if getattr(args, "partition_size", None) is not None:
-            raise ValidationError("--partition-size applies only with --scheduler or --workers.",
-                                  code="OPTION_CONFLICT")
-        yield None
-        return
-    if getattr(args, "dashboard", False) and workers is None:
-        raise ValidationError("--dashboard applies only with --workers (a running scheduler "
-                              "serves its own).", code="OPTION_CONFLICT")
-    from bayes_risk.distributed import connect
-    from bayes_risk.executors import as_executor
-
-    if scheduler is not None:
-        with connect(scheduler=scheduler) as client:
-            yield as_executor(client, partition_size=args.partition_size)
-        return
-    from bayes_risk.auditing.memory_plan import local_shares
-    from bayes_risk.distributed import check_n_workers
-
-    check_n_workers(workers)  # before its budget share, which a bad count would make absurd
-    # the run's budget split equally among this process and the workers: Dask's default gives
-    # each worker the machine's memory divided among the workers, more than the machine in sum
-    with local_shares(workers) as share, connect(
-            n_workers=workers, memory_limit=share, dashboard=args.dashboard) as client:
-        if args.dashboard:
-            from bayes_risk._terminal import say
-
-            say(f"Dask dashboard: {client.dashboard_link}")
-        yield as_executor(client, partition_size=args.partition_size)
 
 
 def print_summary(lines: Sequence[str], out: str | Path,
@@ -513,12 +359,3 @@ def read_holdout(args: argparse.Namespace) -> pd.DataFrame | None:
         return None
     return read_records_table(args.holdout, "--holdout", missing_labels(args),
                               numeric_columns(args))
-
-
-def run_seed(args: argparse.Namespace) -> int:
-    """``--random-seed``, else a fresh one: recorded, it makes the run reproducible."""
-    if args.random_seed is not None:
-        return args.random_seed
-    import numpy as np
-
-    return int(np.random.SeedSequence().generate_state(1, dtype=np.uint32)[0])

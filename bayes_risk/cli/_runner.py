@@ -10,27 +10,41 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from bayes_risk._specs import parse_records
 from bayes_risk.cli import _common
 
-__all__ = ["Run"]
+__all__ = ["Run", "cluster"]
 
 #: what a ``Run`` may read besides ORIGINAL and SYN, in the order it lists them: name -> (the
 #: function's keyword, reader of the options and of what was read before)
 _READS: dict[str, tuple[str, Callable[[argparse.Namespace, dict[str, Any]], Any]]] = {
     "holdout": ("holdout", lambda args, v: _common.read_holdout(args)),
     "model": ("model", lambda args, v: _common.read_model(args, v["original"])),
-    "records": ("records", lambda args, v: _common.parse_records(args.records,
-                                                                 len(v["original"]))),
+    "records": ("records", lambda args, v: parse_records(args.records, len(v["original"]))),
     "schema": ("schema", lambda args, v: _common.release_schema(v["original"],
                                                                 v["synthetic"], args)),
     # ORIGINAL's types with the type options on top (a command that reads no release)
     "types": ("schema", lambda args, v: _common.schema_from_args(v["original"], args)),
     "random_seed": ("random_seed", lambda args, v: args.random_seed),
     # the seed given, else a fresh one: recorded in summary.json, the run repeats exactly
-    "fresh_seed": ("random_seed", lambda args, v: _common.run_seed(args)),
+    "fresh_seed": ("random_seed", lambda args, v: _fresh_seed(args)),
     "progressbar": ("progressbar", lambda args, v: not args.quiet),
     "allow_other_model": ("allow_other_model", lambda args, v: args.allow_other_model),
 }
+
+
+def cluster(args: argparse.Namespace) -> Any:
+    """The executor of ``--scheduler`` / ``--workers`` (``--partition-size`` its tasks)."""
+    from bayes_risk.distributed import cluster_executor
+
+    return cluster_executor(args.scheduler, args.workers, partition_size=args.partition_size,
+                            dashboard=args.dashboard)
+
+
+def _fresh_seed(args: argparse.Namespace) -> int:
+    from bayes_risk._rng import given_or_fresh  # numpy: imported when a run starts
+
+    return given_or_fresh(args.random_seed)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,7 +164,7 @@ class Run:
             kw["inputs"] = [kw.pop("original"), kw.pop("synthetic")]
         module, _, name = self.function.partition(":")
         function = getattr(importlib.import_module(module), name)
-        with _common.dask_executor(args) if self.dask else contextlib.nullcontext() as ex, \
+        with cluster(args) if self.dask else contextlib.nullcontext() as ex, \
                 command_line_options(self.options(args) if self.options else {}):
             if self.dask:
                 kw["executor"] = ex

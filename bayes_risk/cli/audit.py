@@ -32,25 +32,22 @@ def _before(args: argparse.Namespace) -> dict | None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the audit into the output folder and print the verdict lines."""
-    from bayes_risk._specs import spec_values
+    from bayes_risk._specs import parse_records, spec_values
     from bayes_risk.auditing import AuditSettings, Thresholds, audit
     from bayes_risk.auditing.verdicts import text_lines
     from bayes_risk.cli._common import (
-        dask_executor,
-        parse_radius,
-        parse_records,
         print_summary,
         read_holdout,
         read_inputs,
         release_schema,
     )
     from bayes_risk.cli._run import output_dir
+    from bayes_risk.cli._runner import cluster
 
     # the thresholds and settings first: a bad one is refused before any input is read
     thresholds = Thresholds.parse(args.threshold)
-    # --radius COL=R read here (the terminal's spelling); the spec checks the values
-    given = {**vars(args), "radius": parse_radius(args.radius, vector=False)}
-    settings = AuditSettings(**{**spec_values(AuditSettings, given), "thresholds": thresholds},
+    settings = AuditSettings(**{**spec_values(AuditSettings, vars(args)),
+                                "thresholds": thresholds},
                              allow_other_model=args.allow_other_model,
                              model_function=args.model_function)
     before = _before(args)
@@ -65,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     )
     done: list = []
     # the zip of the whole folder, made once summary.json is complete: the one file to send
-    with dask_executor(args) as executor, output_dir(
+    with cluster(args) as executor, output_dir(
             args, finalize=lambda folder: done[0].to_zip(folder / BUNDLE)) as tmp:
         res = audit(original, syn, out=tmp, settings=settings.replace(executor=executor), **kw)
         done.append(res)

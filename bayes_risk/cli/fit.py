@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     model = cls.from_settings(settings)  # --draws ... grouped as sampling=Sampling(...)
     fit_kw: dict[str, Any] = {}
     if args.records is not None:
-        from bayes_risk.cli._common import parse_records
+        from bayes_risk._specs import parse_records
 
         # every synthesizer's fit takes records= (the common fit signature, models/base.py)
         fit_kw["records"] = np.asarray(parse_records(args.records, len(df)), dtype=np.int64)
@@ -108,42 +108,7 @@ def _summary(args: argparse.Namespace, model: Any) -> dict[str, Any]:
 def model_settings(args: argparse.Namespace, cls: type, options: Any, **kw: Any
                    ) -> dict[str, Any]:
     """The model-specific ``options`` given on the command line as settings of ``--method``'s
-    model ``cls`` (:func:`bayes_risk.registry.model_settings`, with ``kw``), their texts parsed
-    here."""
+    model ``cls`` (:func:`bayes_risk.registry.model_settings`, with ``kw``)."""
     from bayes_risk import registry
-    from bayes_risk._specs import parse_key_value
-    from bayes_risk.cli._common import parse_one_or_pairs
 
-    convert = {
-        "families": lambda v, flag: {k.strip(): x.strip() for k, x in
-                                     parse_key_value(v, flag, str).items()},
-        "formulas": lambda v, flag: dict(_formula(text) for text in v),
-        "group_by": lambda v, flag: parse_one_or_pairs(v, flag, "GROUP"),
-        "method_per_column": lambda v, flag: parse_one_or_pairs(v, flag, "METHOD", empty=True),
-        "predictor_matrix": lambda v, flag: _predictor_matrix(v),
-    }
-    return registry.model_settings(cls, args.method, options, vars(args), convert=convert, **kw)
-
-
-def _formula(text: str) -> tuple[str, str]:
-    """``"y ~ a + b"`` → ``("y", "y ~ a + b")`` (the model checks the right-hand side)."""
-    from bayes_risk.exceptions import ValidationError
-
-    lhs, sep, _ = text.partition("~")
-    if not sep or not lhs.strip():
-        raise ValidationError(f"--formula needs an outcome: 'y ~ a + b'. Got {text!r}.",
-                              code="BAD_OPTION_VALUE")
-    return lhs.strip(), text
-
-
-def _predictor_matrix(path: str) -> Any:
-    """``--predictor-matrix``: a CSV file, the first column naming the rows."""
-    import pandas as pd
-
-    from bayes_risk.exceptions import ValidationError
-
-    try:
-        return pd.read_csv(path, index_col=0)
-    except (OSError, ValueError) as e:
-        raise ValidationError(f"--predictor-matrix: cannot read {path!r} as a CSV table ({e}).",
-                              code="BAD_OPTION_VALUE") from e
+    return registry.model_settings(cls, args.method, options, vars(args), **kw)

@@ -14,9 +14,9 @@ _DEFAULT_M_SAVED = 5
 def _synthesizer_class(args: argparse.Namespace) -> tuple[type, dict[str, Any]]:
     """``--method``'s registered class and its settings, checked before any data is read."""
     from bayes_risk.cli.fit import model_settings
-    from bayes_risk.cli.options.trees import tree_options
     from bayes_risk.contract import capabilities
     from bayes_risk.exceptions import ValidationError
+    from bayes_risk.fit_options.trees import tree_options
     from bayes_risk.models import get_synthesizer
     from bayes_risk.registry import check_required
 
@@ -45,10 +45,11 @@ def run(args: argparse.Namespace) -> int:
         forest_bytes,
         load_what_the_run_loads,
     )
-    from bayes_risk.cli._common import run_seed, write_run
-    from bayes_risk.cli.options.trees import tree_options
+    from bayes_risk._rng import given_or_fresh
+    from bayes_risk.cli._common import write_run
     from bayes_risk.data import SyntheticData, check_m
     from bayes_risk.exceptions import ValidationError
+    from bayes_risk.fit_options.trees import tree_options
 
     sampled = _sampling(args)
     if (args.original is None) == (args.model is None) and not (sampled and args.model):
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
                                            "--method or --model)" if sampled else "") + ".",
                               code="OPTION_CONFLICT" if args.original is not None
                               else "OPTION_REQUIRED")
-    seed = run_seed(args)  # recorded in the manifest
+    seed = given_or_fresh(args.random_seed)  # recorded in the manifest
     if args.model is not None:
         _refuse_fitting_options(args)
         from bayes_risk.models import load_model
@@ -80,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
                                   "required with ORIGINAL.", code="OPTION_REQUIRED")
         cls, settings = _synthesizer_class(args)
         m = check_m(args.m if args.m is not None else int(getattr(cls, "default_m", 5)), "-m")
-        from bayes_risk.cli._common import parse_records, schema_from_args
+        from bayes_risk._specs import parse_records
+        from bayes_risk.cli._common import schema_from_args
         from bayes_risk.contract import capabilities
         from bayes_risk.data.statfiles import file_labels
         from bayes_risk.registry import check_option_columns
@@ -154,8 +156,8 @@ def _sampling(args: argparse.Namespace) -> bool:
 def _refuse_fitting_options(args: argparse.Namespace) -> None:
     """Refuse, with ``--model``, the options of a fit (the saved model fixed them)."""
     from bayes_risk._specs import cli_arguments
-    from bayes_risk.cli.options.trees import tree_options
     from bayes_risk.exceptions import ValidationError
+    from bayes_risk.fit_options.trees import tree_options
 
     given = [name for name, val in (("--method", args.method), ("--synthesize", args.synthesize),
                                     ("--records", args.records)) if val is not None]

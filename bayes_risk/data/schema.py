@@ -5,12 +5,13 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import pandas as pd
 
 from bayes_risk._constraints import InstanceOf, Options, SequenceOf, check_value
+from bayes_risk._specs import cli_option
 from bayes_risk.exceptions import (
     SchemaError,
     ValidationError,
@@ -474,14 +475,30 @@ def check_confusable_names(names: Sequence[str], where: str) -> None:
                               code="CONFUSABLE_COLUMN_NAMES")
 
 
-def infer_schema(df: pd.DataFrame, *, categorical: Iterable[str] | None = None,
-                 ordinal: Iterable[str] | None = None, count: Iterable[str] | None = None,
-                 continuous: Iterable[str] | None = None, synthesized: Iterable[str] | None = None,
-                 known: Iterable[str] | None = None,
-                 levels: Mapping[str, Sequence[Any]] | None = None,
-                 missing_codes: Mapping[str, Any] | None = None,
-                 keep_unused_levels: bool | Iterable[str] = False,
-                 categorical_only: bool = False) -> Schema:
+def infer_schema(
+    df: pd.DataFrame, *,
+    categorical: Annotated[Iterable[str] | None, cli_option(
+        "--categorical", "columns to treat as unordered categorical (e.g. integer-coded "
+        "factors)", nargs="+", metavar="COL")] = None,
+    ordinal: Annotated[Iterable[str] | None, cli_option(
+        "--ordinal", "columns to treat as ordered categorical", nargs="+", metavar="COL")] = None,
+    count: Annotated[Iterable[str] | None, cli_option(
+        "--count", "columns to treat as non-negative integer counts", nargs="+",
+        metavar="COL")] = None,
+    continuous: Annotated[Iterable[str] | None, cli_option(
+        "--continuous", "columns to treat as continuous", nargs="+", metavar="COL")] = None,
+    synthesized: Iterable[str] | None = None,
+    known: Iterable[str] | None = None,
+    levels: Mapping[str, Sequence[Any]] | None = None,
+    missing_codes: Mapping[str, Any] | None = None,
+    keep_unused_levels: Annotated[bool | Iterable[str], cli_option(
+        "--keep-unused-levels", "keep the levels of these categorical columns (all, without "
+        "COL) that no record holds, the unused categories of a Parquet file's categorical "
+        "column; by default the model drops them with warning UNUSED_LEVEL, since a model with a "
+        "prior over every level (DPMPM) would release them", nargs="*", metavar="COL",
+        parse=lambda cols: list(cols) or True)] = False,
+    categorical_only: bool = False,
+) -> Schema:
     """Infer a :class:`Schema` from a DataFrame, with explicit overrides.
 
     Integer-coded factors (e.g. ``Urban`` coded 1/2) must be named in ``categorical``

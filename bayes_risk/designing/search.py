@@ -19,6 +19,7 @@ import pandas as pd
 
 from bayes_risk._constraints import InstanceOf, check_value
 from bayes_risk._memory import peak_memory
+from bayes_risk._rng import given_or_fresh
 from bayes_risk._search_spec import OBJECTIVES, SearchSpec
 from bayes_risk._terminal import say
 from bayes_risk.designing.evaluate import (
@@ -172,8 +173,7 @@ def design(
     storage = journal_storage(root, resume)
     # a resumed design without a seed goes on with the one its journal drew
     stored = journal_seed(storage) if resume and random_seed is None else None
-    seed = int(random_seed) if random_seed is not None else stored if stored is not None else \
-        int(np.random.SeedSequence().generate_state(1, dtype=np.uint32)[0])
+    seed = given_or_fresh(random_seed if stored is None else stored)
     enumerate_all = len(cands) <= sr.max_candidates
     spec = {"known": known, "space": space.to_dict(), "thresholds": th.to_dict(),
             "objective": objective, "random_seed": seed, "n_records": len(data),

@@ -9,7 +9,7 @@ import dataclasses
 import itertools
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -23,7 +23,6 @@ from bayes_risk._constraints import (
     check_vector,
 )
 from bayes_risk._numeric import ties
-from bayes_risk._specs import cli_option
 from bayes_risk._terminal import progress, say
 from bayes_risk.exceptions import CALLER, DataWarning, ValidationError, interruptible
 from bayes_risk.executors import Executor, InProcessExecutor, as_executor, shared_once
@@ -38,14 +37,10 @@ from bayes_risk.identification.radius_refine import (
     per_dataset_state,
     pooled_state,
 )
-from bayes_risk.identification.specs import spec_options
+from bayes_risk.identification.specs import SEARCH_RADII, spec_options
 from bayes_risk.results.identification import RadiusSweepResult
 
 __all__ = ["RadiusSweepResult", "radius_sweep", "radius_search", "SEARCH_RADII", "check_windows"]
-
-#: the radii of :func:`radius_search` (0, exact matching, is always added): Hornby & Hu's
-#: (2021) grid, widened to ±100 % so that an intruder who matches loosely is covered
-SEARCH_RADII: tuple[float, ...] = (0.0, 0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0)
 
 
 @interruptible
@@ -55,10 +50,7 @@ def radius_sweep(
     *,
     known: Sequence[str],
     synthesized: Sequence[str] | None = None,
-    radii: Annotated[Sequence[float] | Mapping[str, Sequence[float]], cli_option(
-        "--radius-sweep", "also compute the risk over these common radii (per dataset) and the "
-        "maximising radius (Hornby & Hu 2021 §4.1)", metavar="R1,R2,...")
-    ] = (0.01, 0.025, 0.05, 0.1, 0.2, 0.3),
+    radii: Sequence[float] | Mapping[str, Sequence[float]] = (0.01, 0.025, 0.05, 0.1, 0.2, 0.3),
     columns: Sequence[str] | None = None,
     max_grid: int = 1000,
     statistic: str = "mean",
@@ -172,20 +164,11 @@ def radius_search(
     *,
     known: Sequence[str],
     synthesized: Sequence[str] | None = None,
-    radii: Annotated[Sequence[float], cli_option(
-        "--radius-search", "the worst case over the intruder's radii, as the audit's verdict reads "
-        "it: every numeric known column searched over these radii (default "
-        "0.01,0.025,0.05,0.1,0.2,0.3,0.5,1), 0 (exact) added, with the run's --aggregation; the "
-        "run's figures are at the radii of the largest expected match risk unless --radius is "
-        "given; writes DIR/radius_search.csv and DIR/radius_search.png", metavar="R1,R2,...",
-        nargs="?", const="default")] = SEARCH_RADII,
+    radii: Sequence[float] = SEARCH_RADII,
     max_grid: int = 1000,
     statistic: str = "mean",
     aggregation: Literal["per_dataset", "pooled"] | None = "per_dataset",
-    refine: Annotated[int, cli_option(
-        "--radius-refine", "with --radius-search: points evaluated at most between the grid's "
-        "radii to find and bound the worst case over every radius (default 200; 0: the grid's "
-        "points only, bounded between them)", type=int, metavar="N")] = REFINE_POINTS,
+    refine: int = REFINE_POINTS,
     progressbar: bool = True,
     executor: Any = None,
     **kwargs: Any,

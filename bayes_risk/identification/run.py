@@ -18,7 +18,7 @@ from bayes_risk.exceptions import arg_name
 from bayes_risk.identification.api import identification_risk, identification_risk_of_inputs
 from bayes_risk.identification.radius import radius_search, radius_sweep
 from bayes_risk.identification.radius_refine import REFINE_POINTS
-from bayes_risk.identification.specs import KNOWLEDGE
+from bayes_risk.identification.specs import KNOWLEDGE, search_radii, sweep_radii
 from bayes_risk.results.knowledge import SWEEP_TABLES
 
 __all__ = ["IdentificationRun", "identification_run", "run_known_sweep", "LARGE_TABLES"]
@@ -137,14 +137,38 @@ def identification_run(
     *,
     known: Sequence[str],
     synthesized: Sequence[str] | None = None,
-    search: Sequence[float] | None = None,
-    refine: int = REFINE_POINTS,
+    sweep: Annotated[Sequence[float] | None, cli_option(
+        "--radius-sweep", "also compute the risk over these common radii (per dataset) and the "
+        "maximising radius (Hornby & Hu 2021 §4.1)", metavar="R1,R2,...",
+        parse=sweep_radii)] = None,
+    search: Annotated[Sequence[float] | None, cli_option(
+        "--radius-search", "the worst case over the intruder's radii, as the audit's verdict reads "
+        "it: every numeric known column searched over these radii (default "
+        "0.01,0.025,0.05,0.1,0.2,0.3,0.5,1), 0 (exact) added, with the run's --aggregation; the "
+        "run's figures are at the radii of the largest expected match risk unless --radius is "
+        "given; writes DIR/radius_search.csv and DIR/radius_search.png", metavar="R1,R2,...",
+        nargs="?", const="default", parse=search_radii)] = None,
+    refine: Annotated[int, cli_option(
+        "--radius-refine", "with --radius-search: points evaluated at most between the grid's "
+        "radii to find and bound the worst case over every radius (default 200; 0: the grid's "
+        "points only, bounded between them)", type=int, metavar="N")] = REFINE_POINTS,
     worst_case: bool = False,
-    sweep: Sequence[float] | None = None,
-    known_sweep: Sequence[str] | None = None,
-    max_size: int | None = None,
+    known_sweep: Annotated[Sequence[str] | None, cli_option(
+        "--known-sweep", "also compute the risk for every subset of these candidate known columns "
+        "(up to --max-size, a greedy path beyond), the Pareto frontier of risk against the number "
+        "of columns known, Shapley values and per-level contributions; a candidate listed in "
+        "--known-synthesized is synthesized, one in --known-unsynthesized is not, any other is "
+        "synthesized when its released values differ from the original's", nargs="+",
+        metavar="COL", group=KNOWLEDGE)] = None,
+    max_size: Annotated[int | None, cli_option(
+        "--max-size", "largest subset size evaluated exhaustively by --known-sweep (default: every "
+        "size)", type=int, metavar="K", group=KNOWLEDGE)] = None,
     label: Label = _plain,
-    records: str = "per-target",
+    records: Annotated[str, cli_option(
+        "--records-output", "records.csv with one row per target (default; per-dataset "
+        "aggregation: the record-level IR and counts over datasets), one row per target and "
+        "dataset (--aggregation per-dataset only), or no records.csv",
+        choices=("per-target", "per-dataset", "none"))] = "per-target",
     **kwargs: Any,
 ) -> IdentificationRun:
     """Identification risk with the radius search, the radius sweep and the knowledge sweep
@@ -291,18 +315,10 @@ def run_known_sweep(
     original: Any,
     synthetic: Any,
     *,
-    candidates: Annotated[Sequence[str], cli_option(
-        "--known-sweep", "also compute the risk for every subset of these candidate known columns "
-        "(up to --max-size, a greedy path beyond), the Pareto frontier of risk against the number "
-        "of columns known, Shapley values and per-level contributions; a candidate listed in "
-        "--known-synthesized is synthesized, one in --known-unsynthesized is not, any other is "
-        "synthesized when its released values differ from the original's", nargs="+",
-        metavar="COL", group=KNOWLEDGE)],
+    candidates: Sequence[str],
     known: Sequence[str],
     synthesized: Sequence[str] | None = None,
-    max_size: Annotated[int | None, cli_option(
-        "--max-size", "largest subset size evaluated exhaustively by --known-sweep (default: every "
-        "size)", type=int, metavar="K", group=KNOWLEDGE)] = None,
+    max_size: int | None = None,
     **kwargs: Any,
 ) -> Any:
     """The knowledge sweep of ``candidates`` with a run's options.

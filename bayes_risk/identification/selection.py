@@ -237,6 +237,14 @@ def condition_on_selection(
             "a target was selected, and a log-linear model of the keys with the selection "
             "column is not derived; with a selection give survey weights (or the counts "
             "without the selection).", code="SELECTION_NOT_SUPPORTED")
+    if isinstance(selection, str) and selection.strip() == "records":
+        selection = getattr(source, "synthesized_records", None)
+        if selection is None:
+            raise ValidationError(
+                f"{arg_name('selection', "'records'", cli='records')}: the release's manifest "
+                "lists no synthesized records (a partially synthetic release of selected records "
+                "lists them). Give the rule as an expression on the known columns, or 'release'.",
+                code="SELECTION_NOT_RECORDED")
     if isinstance(selection, str) and selection.strip() == "release":
         rule = release_rule(source)
         if rule is None:

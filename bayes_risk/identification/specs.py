@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from bayes_risk._constraints import Interval, Options, check_fields, check_value, checked
-from bayes_risk._specs import as_spec, cli_option, is_number
+from bayes_risk._specs import as_spec, cli_option, is_number, parse_numbers, parse_radius
 from bayes_risk.exceptions import ValidationError, arg_name, has_option, on_command_line
 
 if TYPE_CHECKING:
@@ -37,6 +37,9 @@ MISSING_KNOWN = ("any", "level")
 FALLBACKS = ("none", "unsynthesized")
 #: points a radius search evaluates at most between the grid's radii (``refine=``)
 REFINE_POINTS = 200
+#: the radii of :func:`~bayes_risk.radius_search` (0, exact matching, is always added): Hornby &
+#: Hu's (2021) grid, widened to ±100 % so that an intruder who matches loosely is covered
+SEARCH_RADII: tuple[float, ...] = (0.0, 0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0)
 #: how the datasets' matches are combined (``aggregation=``; ``"pooled_measures"`` resolved)
 AGGREGATIONS = ("pooled", "per_dataset")
 #: the names of log-linear population counts fitted on the original, or on each replicate
@@ -167,7 +170,8 @@ class MatchSpec:
         default=None, metadata=cli_option(
             "--radius", "radius of a numeric column (repeat per column); a bare number applies "
             "to every continuous known column (with --compat: a vector in data-frame column "
-            "order, as the R package)", metavar="COL=R", action="append", group=MATCHING))
+            "order, as the R package)", metavar="COL=R", action="append", group=MATCHING,
+            parse=parse_radius))
     radius_type: Literal["percentage", "absolute", "quantile_sd"] = field(
         default="percentage", metadata=cli_option(
             "--radius-type", "R = r|t| (default), R = r, or quantile-group SD",
@@ -263,10 +267,11 @@ class PopulationSpec:
         record).
     target_id, original_id : str, optional
         The id columns of ``targets`` and of the original.
-    selection : "release", str, callable, boolean mask or sequence of int, optional
+    selection : "release", "records", str, callable, boolean mask or sequence of int, optional
         What the intruder knows of why records were selected for synthesis (``R``, Hu 2019
         §4.2.4), read by :func:`~bayes_risk.identification_risk`: ``"release"``, the rule the
-        release's manifest records (a small-cell PMM release's sensitive cells); an expression
+        release's manifest records (a small-cell PMM release's sensitive cells);
+        ``"records"``, the synthesized records the manifest lists; an expression
         on the known columns (``"Age >= 90"``) or a callable of a DataFrame, the rule, evaluated
         on each target's known values; or the selected records of the original (a mask or
         positions). A target known to be unselected then matches only unselected released
@@ -321,7 +326,6 @@ class PopulationSpec:
     original_id: str | None = field(default=None, metadata=cli_option(
         "--original-id", "id column of the original (default: the --target-id column)",
         metavar="COL", group=TARGETS))
-    # the command line reads --selection records off the release (its run conditions on it)
     selection: Any = field(default=None, metadata=cli_option(
         "--selection", "the intruder knows why records were selected for synthesis (R, Hu 2019 "
         "§4.2.4): 'release' (the rule the release's manifest records, e.g. a small-cell PMM "
@@ -435,3 +439,15 @@ def spec_options(match: Any, population: Any) -> dict[str, Any]:
             "the inputs of bayes_risk.identification.selection.conditioned(...) instead.",
             code="OPTION_CONFLICT")
     return {"match": as_spec(match, MatchSpec, "match"), "population": population}
+
+
+def sweep_radii(text: str) -> list[float]:
+    """``--radius-sweep``'s radii: comma-separated numbers (``""`` is no radius, refused by the
+    sweep, never ignored)."""
+    return parse_numbers(text, "--radius-sweep")
+
+
+def search_radii(text: str) -> list[float]:
+    """``--radius-search``'s radii: comma-separated numbers, or ``default``
+    (:data:`SEARCH_RADII`)."""
+    return list(SEARCH_RADII) if text == "default" else parse_numbers(text, "--radius-search")

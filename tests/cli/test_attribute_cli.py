@@ -21,7 +21,7 @@ def run_cli(argv: list[str]) -> int:
 
 
 def test_parse_records(tmp_path):
-    from bayes_risk.cli._common import parse_records
+    from bayes_risk._specs import parse_records
 
     # records are numbered from 0 everywhere (as pandas' iloc and the Python API)
     assert parse_records("0-2,6", 10) == [0, 1, 2, 6]

@@ -284,7 +284,7 @@ def test_the_tree_models_options_are_declared_once():
     of fit with the same setting (fit --method cart offered 4 of synthesize's before), orders has
     none that fixes a visit order, and each option is a setting of a built-in synthesizer that
     declares it (the specification's two options make the setting "spec" together)."""
-    from bayes_risk.cli.options.trees import TREES
+    from bayes_risk.fit_options.trees import TREES
     from bayes_risk.models import get_synthesizer
     from bayes_risk.registry import setting_names
 
@@ -345,7 +345,7 @@ def test_a_models_options_are_the_one_option_record():
 def test_model_option_values_in_either_spelling():
     """--donor takes bayes_bootstrap as bayes-bootstrap (the changelog's promise), DPMPM's
     --synthesis-mode its modes as the model spells them."""
-    from bayes_risk.cli.options.trees import tree_options
+    from bayes_risk.fit_options.trees import tree_options
     from bayes_risk.models import DPMPM, CARTSynthesizer
     from bayes_risk.registry import fit_options, model_settings
 

@@ -181,19 +181,22 @@ def add_spec_options(parser: argparse.ArgumentParser, *specs: type,
             action.library_names = (action.spec_field, f.name)
 
 
-def add_argument_options(parser: argparse.ArgumentParser, *functions: Any) -> None:
+def add_argument_options(parser: Any, *functions: Any,
+                         fields: tuple[str, ...] | None = None) -> None:
     """Declare on ``parser`` the options of library functions' parameters
     (``"module:name"``, each parameter's ``Annotated[T, cli_option(...)]``, read without
     importing the module: :func:`bayes_risk._specs.cli_arguments`), in signature order (or of
-    a table of a model's settings, in table order), as
-    :func:`add_spec_options` declares a spec's: the run passes the options given
+    a table of a model's settings, in table order; ``fields``: only those parameters'), as
+    :func:`add_spec_options` declares a spec's (``parser``: a parser or one of its argument
+    groups): the run passes the options given
     (:func:`bayes_risk._specs.argument_values`), and the function checks them by the same
     declaration, its messages naming the option."""
     from bayes_risk._specs import cli_arguments
 
     for function in functions:
         for name, opt in cli_arguments(function):
-            _declare(parser, opt).library_names = (name,)
+            if fields is None or name in fields:
+                _declare(parser, opt).library_names = (name,)
 
 
 def _declare(parser: argparse.ArgumentParser, opt: Any) -> Any:

@@ -6,17 +6,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from bayes_risk.attribute.specs import (
-    REFIT_COST_HELP,
-    EstimatorSpec,
-    ScenarioSpec,
-)
+from bayes_risk._specs import parse_records
+from bayes_risk.attribute.specs import REFIT_COST_HELP, EstimatorSpec, ScenarioSpec, parse_pairs
 from bayes_risk.cli import _common
 from bayes_risk.cli._common import RECORDS_HELP, add_input_arguments, add_run_arguments
 from bayes_risk.cli._runner import Run
 from bayes_risk.cli.parsers import add_argument_options, add_spec_options
 
-__all__ = ["add_parser", "parse_pairs", "RUN", "BUSINESS"]
+__all__ = ["add_parser", "RUN", "BUSINESS"]
 
 #: ``--scenario`` values; the last three are the Wei & Reiter largest-value scenarios
 SCENARIO_CHOICES = ("worst-case", "partially-known", "empty", "two-records", "known-records",
@@ -123,41 +120,7 @@ def _scenario(args: argparse.Namespace, read: dict[str, Any]) -> Any:
     return ScenarioSpec(
         kind=given.replace("-", "_"), **values,
         pairs=None if args.pairs is None else parse_pairs(args.pairs),
-        known_records=_common.parse_records(args.known_records, n, "--known-records"))
-
-
-def parse_pairs(text: str) -> list[tuple[int, int]]:
-    """``--pairs``: ``"0:1,2:5"`` or a file with one pair per line (``I J``, ``I,J`` or ``I:J``);
-    ``ValidationError`` for a malformed pair (a record outside the original: the library's
-    check of ``ScenarioSpec.pairs``)."""
-    from pathlib import Path
-
-    from bayes_risk.exceptions import ValidationError
-
-    path = Path(text)
-    if path.is_file():
-        items = [ln.strip() for ln in path.read_text().splitlines()
-                 if ln.strip() and not ln.lstrip().startswith("#")]
-        where = f"file {text!r}"
-    else:
-        items = [t.strip() for t in text.split(",") if t.strip()]
-        where = "--pairs"
-    out = []
-    for it in items:
-        parts = [p for p in it.replace(":", " ").replace(",", " ").replace(";", " ").split()]
-        if len(parts) != 2 or not all(p.isdigit() for p in parts):
-            raise ValidationError(f"{where}: {it!r} is not a pair of record numbers; expected "
-                                  "'I:J' such as '0:1,2:5' (a file: one pair 'I J' per line); "
-                                  "records are numbered from 0.", code="BAD_OPTION_VALUE")
-        i, j = int(parts[0]), int(parts[1])
-        if i == j:
-            raise ValidationError(f"{where}: pair {it!r} names record {i} twice; a pair is two "
-                                  "different records (for one record: --scenario worst-case).",
-                                  code="BAD_OPTION_VALUE")
-        out.append((i, j))
-    if not out:
-        raise ValidationError(f"{where} holds no pair.", code="BAD_OPTION_VALUE")
-    return out
+        known_records=parse_records(args.known_records, n, "--known-records"))
 
 
 def _model(args: argparse.Namespace, read: dict[str, Any]) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from bayes_risk._specs import parse_records
 from bayes_risk.cli import _common
 from bayes_risk.cli._common import (
     NO_SEED,
@@ -57,7 +58,7 @@ RUN = Run("bayes_risk.disclosure.run:disclosure_run", check=_check,
           argument_groups={"measures": "bayes_risk.disclosure.measures:disclosure_measures"},
           reads=(("schema", lambda args, v: None if args.keys is None else
                   _common.release_schema(v["original"], v["synthetic"], args)),
-                 ("selected", lambda args, v: _common.parse_records(
+                 ("selected", lambda args, v: parse_records(
                      args.selected, len(v["original"]), "--selected"))),
           files=_files, text=lambda res, args: res.summary_text(), row_order=False)
 

@@ -11,7 +11,6 @@ from bayes_risk.cli._runner import Run
 from bayes_risk.cli.parsers import add_argument_options, add_spec_options
 from bayes_risk.identification.specs import (
     MATCHING,
-    REFINE_POINTS,
     REPLICATES,
     REPLICATES_FIELDS,
     MatchSpec,
@@ -67,14 +66,6 @@ def _per_dataset(args: argparse.Namespace) -> bool:
     return aggregation == "per_dataset" or (aggregation is None and args.compat)
 
 
-def _match(args: argparse.Namespace) -> Any:
-    """The ``MatchSpec`` of its options, ``--radius`` parsed (the spec checks the values)."""
-    from bayes_risk._specs import spec_values
-
-    return MatchSpec(**{**spec_values(MatchSpec, vars(args)),
-                        "radius": _common.parse_radius(args.radius)})
-
-
 def _population(args: argparse.Namespace, read: dict[str, Any]) -> Any:
     """The ``PopulationSpec`` of its options (``None``: none given), with the tables of
     ``--population-counts true:FILE`` and ``--targets`` read; of a sampled release (matched on
@@ -87,8 +78,6 @@ def _population(args: argparse.Namespace, read: dict[str, Any]) -> Any:
     from bayes_risk.data.synthetic import sampled_records
 
     values = spec_values(PopulationSpec, vars(args))
-    if "selection" in values:
-        values["selection"] = _selection(args, read)
     counts = values.get("counts")
     if isinstance(counts, str) and counts.startswith("true:"):
         values["counts"] = read_table(counts.split(":", 1)[1])
@@ -103,21 +92,6 @@ def _population(args: argparse.Namespace, read: dict[str, Any]) -> Any:
             and sampled_records(read["synthetic"]) is not None):
         return dataclasses.replace(spec, membership="unknown")
     return spec
-
-
-def _selection(args: argparse.Namespace, read: dict[str, Any]) -> Any:
-    """``selection=`` of ``--selection``; ``records``: the release's synthesized records."""
-    if args.selection is None or args.selection.strip() != "records":
-        return args.selection
-    flags = getattr(read["synthetic"], "synthesized_records", None)
-    if flags is None:
-        from bayes_risk.exceptions import ValidationError
-
-        raise ValidationError(
-            "--selection records: the release's manifest lists no synthesized records (a "
-            "partially synthetic release of selected records lists them). Give the rule as an "
-            "expression on the known columns, or 'release'.", code="SELECTION_NOT_RECORDED")
-    return flags
 
 
 def _replicates(args: argparse.Namespace, read: dict[str, Any]) -> Any:
@@ -149,16 +123,6 @@ def _replicates(args: argparse.Namespace, read: dict[str, Any]) -> Any:
                                allow_other_model=args.allow_other_model)
 
 
-def _search(args: argparse.Namespace, read: dict[str, Any]) -> list[float] | None:
-    """The radii of ``--radius-search`` (``default``: the library's)."""
-    if args.radius_search is None:
-        return None
-    from bayes_risk.identification.radius import SEARCH_RADII
-
-    return (list(SEARCH_RADII) if args.radius_search == "default"
-            else _common.parse_numbers(args.radius_search, "--radius-search"))
-
-
 def _files(run: Any, args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
     """The run's tables (the large ones written by pyarrow) and figures."""
     import functools
@@ -174,7 +138,7 @@ def _files(run: Any, args: argparse.Namespace) -> tuple[dict[str, Any], dict[str
 #: identification_run of ORIGINAL and SYN, handed over (freed once encoded): the run, the radius
 #: search and sweep and the knowledge sweep given, for the intruder of --selection
 RUN = Run(
-    "bayes_risk.identification.run:identification_run", check=_check, specs={"match": _match},
+    "bayes_risk.identification.run:identification_run", check=_check, specs={"match": MatchSpec},
     reads=(("schema", lambda args, v: _common.release_schema(v["original"], v["synthetic"], args)
             # the manifest's roles and types (Urban, Marital as categories: no radius)
             or v["synthetic"].schema),
@@ -187,14 +151,6 @@ RUN = Run(
                if v["replicates"] is not None or _per_dataset(args) else "pooled_measures")),
            ("known", lambda args, v: [*args.known_unsynthesized, *args.known_synthesized]),
            ("synthesized", lambda args, v: list(args.known_synthesized)),
-           ("search", _search),
-           ("refine", lambda args, v: REFINE_POINTS if args.radius_refine is None
-            else args.radius_refine),
-           # "" is refused, never ignored
-           ("sweep", lambda args, v: _common.parse_numbers(args.radius_sweep, "--radius-sweep")),
-           ("known_sweep", lambda args, v: args.known_sweep or None),
-           ("max_size", lambda args, v: args.max_size),
-           ("records", lambda args, v: args.records_output),
            "progressbar"),
     inputs=("original", "synthetic", "targets?"), files=_files, dask=True, hand_over=True,
     dpi=120)
@@ -240,13 +196,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument_group(MATCHING)  # listed before the intruder's options
     add_argument_options(p, "bayes_risk.identification.api:identification_risk")
     add_spec_options(p, MatchSpec, PopulationSpec)
-    add_argument_options(p, "bayes_risk.identification.radius:radius_sweep",
-                         "bayes_risk.identification.radius:radius_search",
-                         "bayes_risk.identification.run:run_known_sweep")
-    p.add_argument("--records-output", choices=["per-target", "per-dataset", "none"],
-                   default="per-target", help="records.csv with one row per target (default; "
-                   "per-dataset aggregation: the record-level IR and counts over datasets), one "
-                   "row per target and dataset (--aggregation per-dataset only), or no records.csv")
+    add_argument_options(p, RUN.function)  # the run's radius search, sweeps and records.csv
     p.add_argument_group(REPLICATES).add_argument(
         "--model", default=None, metavar="DIR",
         help="draw the replicates from this fitted model (a folder written by 'bayes-risk fit'); "

@@ -7,9 +7,9 @@ from typing import Any
 
 from bayes_risk.cli._common import add_input_arguments, add_run_arguments, add_type_arguments
 from bayes_risk.cli._runner import Run
-from bayes_risk.cli.options.trees import tree_options
 from bayes_risk.cli.parsers import add_argument_options
 from bayes_risk.cli.parsers.fit import add_model_options
+from bayes_risk.fit_options.trees import tree_options
 
 __all__ = ["add_parser", "RUN"]
 

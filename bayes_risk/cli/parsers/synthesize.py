@@ -13,9 +13,9 @@ from bayes_risk.cli._common import (
     add_seed_argument,
     add_type_arguments,
 )
-from bayes_risk.cli.options.trees import TREES, tree_options
 from bayes_risk.cli.parsers import Handler
 from bayes_risk.cli.parsers.fit import add_model_options
+from bayes_risk.fit_options.trees import TREES, tree_options
 
 __all__ = ["add_parser"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from bayes_risk._specs import cli_option
-from bayes_risk.cli.options.dpmpm import COMPONENTS, SAMPLER
+from bayes_risk.fit_options.dpmpm import COMPONENTS, SAMPLER
 
 __all__ = ["POISSON_MIXTURE"]
 

@@ -5,10 +5,11 @@ and PMM (:class:`bayes_risk.models.CARTSynthesizer`,
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
-from bayes_risk._specs import cli_fields, cli_option
+from bayes_risk._specs import cli_fields, cli_option, parse_one_or_pairs
 from bayes_risk._tree_spec import CART_TREES, FOREST_TREES, TreeOptions
 
 __all__ = ["CART", "PMM", "RF", "TREES", "tree_options"]
@@ -22,6 +23,19 @@ _SMOOTHING = cli_option("--smoothing", "numeric columns: draw from a per-leaf tr
                         "value (rf: needs --min-samples-leaf 2 or more)", action="store_true")
 _N_JOBS = cli_option("--n-jobs", "worker threads (results do not depend on it)", type=int,
                      metavar="N")
+
+
+def _predictor_matrix(path: str) -> Any:
+    """``--predictor-matrix``: a CSV file, the first column naming the rows."""
+    import pandas as pd
+
+    from bayes_risk.exceptions import ValidationError
+
+    try:
+        return pd.read_csv(path, index_col=0)
+    except (OSError, ValueError) as e:
+        raise ValidationError(f"--predictor-matrix: cannot read {path!r} as a CSV table ({e}).",
+                              code="BAD_OPTION_VALUE") from e
 
 
 def _tree_fields(takes: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -47,11 +61,12 @@ CART: dict[str, dict[str, Any]] = {
         "is drawn by 'sample', each later one by CART on the columns visited before it only), "
         "or COL=METHOD pairs; METHOD is cart, rf, ctree, sample, norm, normrank, pmm "
         "(numeric), logreg, polyreg or polr (categorical) (COL=: keep the column, a predictor "
-        "of later ones)", nargs="+", metavar="METHOD|COL=METHOD"),
+        "of later ones)", nargs="+", metavar="METHOD|COL=METHOD", parse=functools.partial(
+            parse_one_or_pairs, option="--method-per-column", what="METHOD", empty=True)),
     "predictor_matrix": cli_option(
         "--predictor-matrix", "synthpop's predictor matrix as a CSV table (first column: the "
         "column predicted; 1: predictor), with a synthpop-style specification",
-        metavar="FILE.csv"),
+        metavar="FILE.csv", parse=lambda path: _predictor_matrix(path)),
     "n_jobs": _N_JOBS,
 }
 
@@ -67,7 +82,8 @@ RF: dict[str, dict[str, Any]] = {
         "(default: by decreasing number of replaced records)", nargs="+", metavar="COL"),
     "group_by": cli_option(
         "--group-by", "separate forests per level of a categorical column: one name for every "
-        "synthesized column, or COL=GROUP pairs", nargs="+", metavar="COL|COL=GROUP"),
+        "synthesized column, or COL=GROUP pairs", nargs="+", metavar="COL|COL=GROUP",
+        parse=functools.partial(parse_one_or_pairs, option="--group-by", what="GROUP")),
     "donor": _DONOR,
     "smoothing": _SMOOTHING,
     "n_jobs": _N_JOBS,
