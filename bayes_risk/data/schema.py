@@ -21,7 +21,8 @@ from bayes_risk.exceptions import (
 
 __all__ = [
     "ColumnType", "ColumnRole", "ColumnSpec", "Schema", "infer_schema", "check_column_labels",
-    "check_confusable_names", "check_numeric_text", "CATEGORICAL_TYPES", "NUMERIC_TYPES"
+    "check_confusable_names", "check_numeric_text", "check_names", "CATEGORICAL_TYPES",
+    "NUMERIC_TYPES"
 ]
 
 ColumnType = Literal["categorical", "ordinal", "count", "continuous"]
@@ -75,9 +76,17 @@ def did_you_mean(name: str, options: Iterable[str]) -> str:
         f" The name given: {odd}." if odd else "")
 
 
-def _unknown_column(argument: str, name: str, names: Sequence[str]) -> SchemaError:
-    return SchemaError(f"{arg_name(argument)}: column {name!r} is not in the data (columns: "
-                       f"{list(names)})." + did_you_mean(name, names), code="UNKNOWN_COLUMN")
+def check_names(given: Iterable[str], names: Sequence[str], argument: str) -> list[str]:
+    """``given`` as a list when each is one of the column ``names``; else ``UNKNOWN_COLUMN``
+    naming the argument, the first other name and a close match (the one place this is
+    checked)."""
+    out = list(given)
+    unknown = [n for n in out if n not in names]
+    if unknown:
+        raise SchemaError(f"{arg_name(argument)}: column {unknown[0]!r} is not in the data "
+                          f"(columns: {list(names)})." + did_you_mean(unknown[0], names),
+                          code="UNKNOWN_COLUMN")
+    return out
 
 
 @dataclass(frozen=True)
@@ -178,13 +187,11 @@ class Schema:
     columns: tuple[ColumnSpec, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
-        names = [c.name for c in self.columns]
-        dup = {n for n in names if names.count(n) > 1}
-        if dup:
-            # an argument error (the columns given); INVALID_ARGUMENT also keeps a hand-edited
-            # model.json with a name twice a damaged model folder (models/trees/io.py)
-            raise ValidationError(f"schema has duplicate column names: {sorted(dup)}.",
-                                  code="INVALID_ARGUMENT")
+        from bayes_risk.data.validate import require_distinct  # validate imports this module
+
+        # an argument error (the columns given); INVALID_ARGUMENT also keeps a hand-edited
+        # model.json with a name twice a damaged model folder (models/trees/io.py)
+        require_distinct([c.name for c in self.columns], "schema", code="INVALID_ARGUMENT")
         object.__setattr__(self, "columns", tuple(self.columns))
 
     @property
@@ -211,12 +218,7 @@ class Schema:
     def check_columns(self, names: Iterable[str], argument: str = "columns") -> list[str]:
         """Check that every name is a column (``SchemaError`` naming a close match); return
         them as a list."""
-        out = []
-        for n in names:
-            if n not in self.names:
-                raise _unknown_column(argument, n, self.names)
-            out.append(n)
-        return out
+        return check_names(names, self.names, argument)
 
     @property
     def synthesized(self) -> list[str]:
@@ -540,9 +542,7 @@ def infer_schema(df: pd.DataFrame, *, categorical: Iterable[str] | None = None,
         ("count", count),
         ("continuous", continuous),
     ):
-        for c in cols or ():
-            if c not in names:
-                raise _unknown_column(typ, c, names)
+        for c in check_names(cols or (), names, typ):
             if c in forced and forced[c] != typ:
                 raise SchemaError(f"column {c!r} is declared both {forced[c]} and {typ}.",
                                   code="OPTION_CONFLICT")
@@ -614,8 +614,5 @@ def _keep_unused(keep: bool | Iterable[str], names: Sequence[str]) -> set[str]:
     """The columns of ``keep_unused_levels`` (``True``: every column), checked."""
     if isinstance(keep, (bool, np.bool_)):
         return set(names) if keep else set()
-    cols = [keep] if isinstance(keep, str) else list(keep)
-    for c in cols:
-        if c not in names:
-            raise _unknown_column("keep_unused_levels", c, names)
-    return set(cols)
+    return set(check_names([keep] if isinstance(keep, str) else keep, names,
+                           "keep_unused_levels"))
