@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._io import check_new_folder
 from bayes_risk._specs import as_spec
 from bayes_risk._terminal import say
 from bayes_risk.auditing.outcome import StepOutcome
@@ -117,11 +118,8 @@ def audit(
                       thresholds=Thresholds.parse(s.thresholds), random_seed=random_seed,
                       seed_src=seed_src)
     root = Path(out) if out is not None else None
-    if root is not None and root.exists() and (not root.is_dir() or any(root.iterdir())):
-        raise ValidationError(
-            f"out {str(root)!r} exists and is not an empty folder; give a new folder.",
-            code="OUT_EXISTS"
-        )
+    if root is not None:
+        check_new_folder(root)
     earlier = _earlier(before, len(data))
     ctx = StepContext(original=data, synthetic=syn, schema=sch.with_roles(plan.synthesized),
                          plan=plan, model=model, root=None, progressbar=progressbar,
