@@ -9,8 +9,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._constraints import InstanceOf, check_value
-from bayes_risk.data.schema import check_names
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.exceptions import SchemaError, ValidationError
 
 __all__ = [
     "MissingCodes", "check_missing_codes", "code_mask", "missing_kinds", "missing_mask",
@@ -39,8 +38,10 @@ def check_missing_codes(missing_codes: Any, columns: Sequence[str]) -> dict[str,
     check_value(missing_codes, InstanceOf(Mapping, "a mapping {column: [codes]}, e.g. "
                                           "{'nociga': [-8]}"), "missing_codes")
     out: dict[str, tuple[float, ...]] = {}
-    check_names(missing_codes, list(columns), "missing_codes")
     for c, codes in missing_codes.items():
+        if c not in columns:
+            raise SchemaError(f"missing_codes: column {c!r} is not in the data (columns: "
+                              f"{list(columns)}).", code="UNKNOWN_COLUMN")
         vals = [codes] if np.isscalar(codes) else list(codes)
         fl = []
         for v in vals:

@@ -187,11 +187,13 @@ class Schema:
     columns: tuple[ColumnSpec, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
-        from bayes_risk.data.validate import require_distinct  # validate imports this module
-
-        # an argument error (the columns given); INVALID_ARGUMENT also keeps a hand-edited
-        # model.json with a name twice a damaged model folder (models/trees/io.py)
-        require_distinct([c.name for c in self.columns], "schema", code="INVALID_ARGUMENT")
+        names = [c.name for c in self.columns]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            # an argument error (the columns given); INVALID_ARGUMENT also keeps a hand-edited
+            # model.json with a name twice a damaged model folder (models/trees/io.py)
+            raise ValidationError(f"schema has duplicate column names: {sorted(dup)}.",
+                                  code="INVALID_ARGUMENT")
         object.__setattr__(self, "columns", tuple(self.columns))
 
     @property
