@@ -1,7 +1,7 @@
 """The constraint table of the plain type and range checks (scikit-learn's
 ``utils._param_validation`` is the model): a field or argument states what it takes --
-:class:`Interval`, :class:`Options`, :class:`Flag`, :class:`InstanceOf`, :class:`HasMethods`,
-:class:`SequenceOf`, ``None`` -- and one
+:class:`Interval`, :class:`Options`, :class:`Flag`, :class:`InstanceOf`, :class:`Text`,
+:class:`HasMethods`, :class:`SequenceOf`, ``None`` -- and one
 checker (:func:`check_value`) refuses anything else with the package's error, naming the
 argument, the value and what was expected.
 
@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -26,7 +27,8 @@ from typing import Any, Literal
 
 from bayes_risk.exceptions import ValidationError
 
-__all__ = ["Interval", "Options", "Flag", "InstanceOf", "HasMethods", "SequenceOf", "COLUMN_NAMES",
+__all__ = ["Interval", "Options", "Flag", "InstanceOf", "Text", "HasMethods", "SequenceOf",
+           "COLUMN_NAMES",
            "Constraint",
            "checked", "check_value", "check_vector", "check_params", "check_fields",
            "check_keywords"]
@@ -157,6 +159,32 @@ class InstanceOf:
 
 
 @dataclass(frozen=True)
+class Text:
+    """A string holding more than white space, described as ``what``; ``pattern``: a regular
+    expression the whole string matches.
+
+    Examples
+    --------
+    >>> Text("a column name").accepts(" ")
+    False
+    >>> Text("a name", "[A-Za-z_][A-Za-z0-9_]*").accepts("2x")
+    False
+    """
+
+    what: str
+    pattern: str | None = None
+
+    def accepts(self, value: Any) -> bool:
+        """Whether ``value`` is such a string."""
+        return isinstance(value, str) and bool(value.strip()) and (
+            self.pattern is None or re.fullmatch(self.pattern, value) is not None)
+
+    def describe(self) -> str:
+        """``what``."""
+        return self.what
+
+
+@dataclass(frozen=True)
 class HasMethods:
     """An object with the callable attributes ``methods``, described as ``what`` (scikit-learn's
     ``HasMethods``: a model is known by what it does, not by its class).
@@ -201,7 +229,7 @@ class SequenceOf:
     False
     """
 
-    item: Interval | Options | Flag | InstanceOf | HasMethods
+    item: Interval | Options | Flag | InstanceOf | Text | HasMethods
     what: str
     min_len: int = 1
     max_len: int | None = None
@@ -220,8 +248,9 @@ class SequenceOf:
             return False
         if not all(self.item.accepts(v) for v in items):
             return False
-        try:
-            return not self.unique or len(set(items)) == len(items)
+        try:  # a sequence item (a visit order) is compared by its items
+            return not self.unique or len({tuple(v) if isinstance(v, list) or (
+                getattr(v, "ndim", None) == 1) else v for v in items}) == len(items)
         except TypeError:  # an unhashable item is no name nor number
             return False
 
@@ -240,7 +269,8 @@ COLUMN_NAMES = SequenceOf(InstanceOf(str, "a column name"), "column names")
 
 #: one constraint, or a list of them of which the value must meet one; ``None`` in the list
 #: takes ``None`` (the error does not list it: a field left at ``None`` takes its default)
-Constraint = Interval | Options | Flag | InstanceOf | HasMethods | SequenceOf | Sequence[Any]
+Constraint = (Interval | Options | Flag | InstanceOf | Text | HasMethods | SequenceOf
+              | Sequence[Any])
 
 
 def _alternatives(constraint: Constraint) -> tuple[list[Any], bool]:
@@ -256,7 +286,8 @@ def check_value(value: Any, constraint: Constraint, what: str, *,
     ----------
     value : object
         The argument's value.
-    constraint : Interval, Options, Flag, InstanceOf, SequenceOf or list of them and None
+    constraint : Interval, Options, Flag, InstanceOf, Text, HasMethods, SequenceOf or list of
+        them and None
         What the argument takes.
     what : str
         The argument's name in the message (``"EstimatorSpec.bootstrap"``).
@@ -346,7 +377,7 @@ def check_params(values: Any, constraints: Mapping[str, Constraint], *,
 
 def check_keywords(given: Any, allowed: Any, owner: str) -> None:
     """Nothing when every name of ``given`` (the keywords a function passes on) is one of
-    ``allowed``; else "unknown argument(s) for ``owner``" naming them.
+    ``allowed``; else "unknown argument(s) for ``owner``" naming them and those it takes.
 
     Examples
     --------
@@ -354,12 +385,14 @@ def check_keywords(given: Any, allowed: Any, owner: str) -> None:
     >>> check_keywords({"radious": 1}, ["radius"], "radius_sweep")
     Traceback (most recent call last):
     ...
-    bayes_risk.exceptions.ValidationError: unknown argument(s) for radius_sweep: ['radious'].
+    bayes_risk.exceptions.ValidationError: unknown argument(s) for radius_sweep: ['radious']; \
+it takes radius.
     """
     unknown = sorted(set(given) - set(allowed))
     if unknown:
-        raise ValidationError(f"unknown argument(s) for {owner}: {unknown}.",
-                              code="INVALID_ARGUMENT")
+        takes = sorted(allowed) if isinstance(allowed, (set, frozenset)) else list(allowed)
+        raise ValidationError(f"unknown argument(s) for {owner}: {unknown}; it takes "
+                              f"{', '.join(map(str, takes))}.", code="INVALID_ARGUMENT")
 
 
 def checked(constraint: Constraint, *, label: str | None = None,

@@ -19,7 +19,7 @@ import numpy as np
 __all__ = ["atomic_dir", "atomic_file", "write_json", "read_json", "to_jsonable",
            "rename_noreplace", "replace_checked", "path_identity", "remove_stale_siblings",
            "temporary_sibling", "temporary_name", "scratch_folder", "remove_scratch",
-           "remove_live_temporaries", "current_umask", "file_slug"]
+           "remove_live_temporaries", "current_umask", "file_slug", "check_new_folder"]
 
 
 #: RENAME_NOREPLACE of Linux' renameat2(2): the rename fails (EEXIST) if the target exists
@@ -393,6 +393,17 @@ def write_json(path: str | os.PathLike[str], obj: Any) -> None:
     with atomic_file(path) as fh:
         json.dump(doc, fh, indent=2, allow_nan=False)
         fh.write("\n")
+
+
+def check_new_folder(root: Path, or_else: str = "") -> None:
+    """Nothing when the folder ``root`` (an ``out=``) does not exist or is empty; else
+    ``OUT_EXISTS`` asking for a new folder, ``or_else`` the other way out (the one place this
+    is checked)."""
+    from bayes_risk.exceptions import ValidationError
+
+    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+        raise ValidationError(f"out {str(root)!r} exists and is not an empty folder; give a new "
+                              f"folder{or_else}.", code="OUT_EXISTS")
 
 
 def read_json(

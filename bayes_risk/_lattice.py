@@ -18,8 +18,10 @@ import pandas as pd
 
 from bayes_risk._constraints import (
     Flag,
+    InstanceOf,
     Interval,
     Options,
+    SequenceOf,
     check_fields,
     check_params,
     check_value,
@@ -42,6 +44,8 @@ __all__ = ["LatticeSpec", "Evaluator", "planned", "sweep", "check_max_size", "sh
 
 #: per kind: the file-level figures of a subset (the table's columns) and the columns of
 #: ``levels`` (the risk summed by level, the second sum and its share)
+#: the candidates of a sweep: at most 20 (2**20 subsets bound its lattice)
+_CANDIDATES = SequenceOf(InstanceOf(str, "a variable"), "candidate variables", max_len=20)
 _MEASURES = {"identification": SWEEP_MEASURES, "attribute": ATTRIBUTE_SWEEP_MEASURES}
 _LEVELS = {"identification": ("expected_match_risk", "true_matches", "share_true_matches"),
            "attribute": ("p_true", "truth_first", "share_truth_first")}
@@ -132,13 +136,8 @@ def planned(candidates: Any, *, kind: str, measure: str, lattice: LatticeSpec,
     first), then the full set minus each candidate and the full set; the sweep's arguments
     checked before any work."""
     cands = [str(c) for c in ([candidates] if isinstance(candidates, str) else candidates or ())]
-    if not cands:
-        raise ValidationError(f"{arg_name(argument)} is empty: give the candidate known "
-                              "variables.", code="INVALID_ARGUMENT")
+    check_value(cands, _CANDIDATES, arg_name(argument))
     require_distinct(cands, argument, what="variable")
-    if len(cands) > 20:
-        raise ValidationError(f"{arg_name(argument)}: at most 20 candidate variables. "
-                              f"Got {len(cands)}.", code="INVALID_ARGUMENT")
     check_params(dict(measure=measure), {"measure": Options(SHAPLEY_MEASURES[kind])})
     size, n_c = check_max_size(lattice.max_size, cands, argument), len(cands)
     n_planned = sum(math.comb(n_c, k) for k in range(size + 1))

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from bayes_risk._constraints import Options, check_value
+from bayes_risk._constraints import Options, Text, check_value
 from bayes_risk.exceptions import ValidationError, arg_name, on_command_line
 
 __all__ = ["Threshold", "CONVENTION", "EVIDENCE_FACTOR", "builtin_thresholds"]
@@ -31,6 +31,8 @@ EVIDENCE_FACTOR = 3.0
 #: a line exceeds above a "max" threshold and below a "min" one; a "cut" is not a line's
 #: threshold but a cut-off strictly inside the range
 _SIDES = ("max", "min", "cut")
+#: a threshold's name: an attribute of the thresholds (a Python identifier)
+_NAME = Text("a Python identifier (it is thresholds' attribute)", r"[^\W\d]\w*")
 
 
 @dataclass(frozen=True)
@@ -79,9 +81,7 @@ class Threshold:
 
     def __post_init__(self) -> None:
         where = f"Threshold {self.name!r}"
-        if not isinstance(self.name, str) or not self.name.isidentifier():
-            raise ValidationError(f"{where}: the name must be a Python identifier (it is "
-                                  "thresholds' attribute).", code="MEASURE_BROKEN")
+        check_value(self.name, _NAME, f"{where}: name", code="MEASURE_BROKEN")
         check_value(self.side, Options(tuple(_SIDES)), f"{where}: side", code="MEASURE_BROKEN")
         if not (isinstance(self.low, (int, float)) and isinstance(self.high, (int, float))
                 and self.low < self.high):

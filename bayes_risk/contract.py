@@ -17,7 +17,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import Flag, InstanceOf, check_value
+from bayes_risk._constraints import Flag, InstanceOf, SequenceOf, Text, check_value
 from bayes_risk.exceptions import NotSupportedError, ValidationError
 
 __all__ = ["ESTIMATORS", "LIKELIHOODS", "MEMBER_CAPABILITIES", "Capabilities", "ModelInfo",
@@ -53,6 +53,11 @@ MEMBER_CAPABILITIES: dict[str, tuple[str, ...]] = {
     "convergence": ("convergence_summary",),
     "chains": ("draw_chains",),
     "plugin_likelihood": ("plugin_likelihood",)}
+
+
+#: ModelInfo.required: what a model needs given, by name
+_REQUIRED = SequenceOf(Text("a name", r"[^\W\d]\w*"), "names ('synthesized' or settings of "
+                       "the model's __init__)", min_len=0, unique=True)
 
 
 @dataclass(frozen=True)
@@ -95,16 +100,8 @@ class ModelInfo:
     def __post_init__(self) -> None:
         name = type(self).__name__
         object.__setattr__(self, "result_warnings", tuple(self.result_warnings))
-        if isinstance(self.required, str):
-            raise ValidationError(
-                f"{name}.required must be a tuple of names. Got the string {self.required!r}.",
-                code="BAD_MODEL_INFO")
-        object.__setattr__(self, "required", tuple(self.required))
-        bad_req = [r for r in self.required if not (isinstance(r, str) and r.isidentifier())]
-        if bad_req or len(set(self.required)) != len(self.required):
-            raise ValidationError(
-                f"{name}.required must be distinct names: 'synthesized' or settings of the "
-                f"model's __init__. Got {list(self.required)}.", code="BAD_MODEL_INFO")
+        object.__setattr__(self, "required", tuple(check_value(
+            self.required, _REQUIRED, f"{name}.required", code="BAD_MODEL_INFO")))
         for f in dataclasses.fields(self):
             if f.type in ("bool", bool):
                 object.__setattr__(self, f.name, check_value(

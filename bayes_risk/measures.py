@@ -59,11 +59,9 @@ def _entry_point_measures() -> tuple[Measure, ...]:
             raise ValidationError(f"measure entry point {ep.name} = {ep.value!r} (group "
                                   f"{GROUP!r}) cannot be imported: {exc}",
                                   code="MEASURE_BROKEN") from exc
-        if not isinstance(m, Measure):
-            raise ValidationError(f"measure entry point {ep.name} = {ep.value!r} (group "
-                                  f"{GROUP!r}) is a {type(m).__name__}; expected a "
-                                  "bayes_risk.measures.Measure.", code="MEASURE_BROKEN")
-        out.append(m)
+        out.append(check_value(m, InstanceOf(Measure, "a bayes_risk.measures.Measure"),
+                               f"measure entry point {ep.name} = {ep.value!r} (group {GROUP!r})",
+                               code="MEASURE_BROKEN"))
     return tuple(out)
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import Text, check_params
 from bayes_risk.contract import Capabilities, ModelInfo, RiskModel, capabilities
 from bayes_risk.data.validate import require_frame
 from bayes_risk.exceptions import BayesRiskError, NotFittedError, ValidationError
@@ -589,6 +590,14 @@ def check_synthesizer(
     return passed
 
 
+#: the arguments of registered_synthesizer: entry-point names and values
+_REGISTERED = {
+    "name": Text("letters, digits, '.', '_' or '-'", r"[A-Za-z0-9][A-Za-z0-9._-]*"),
+    "target": Text("'module:Class'", r"[\w.]+:[\w.]+"),
+    "options": [Text("'module:OPTIONS'", r"[\w.]+:[\w.]+"), None],
+}
+
+
 @contextlib.contextmanager
 def registered_synthesizer(
     name: str, target: str, *, path: str | os.PathLike[str] | None = None,
@@ -619,11 +628,7 @@ def registered_synthesizer(
     """
     from bayes_risk.registry import GROUP, OPTIONS_GROUP
 
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", str(name)):
-        raise ValidationError(f"name must be letters, digits, '.', '_' or '-'. Got {name!r}.")
-    for arg, form, value in (("target", "Class", target), ("options", "OPTIONS", options)):
-        if value is not None and not re.fullmatch(r"[\w.]+:[\w.]+", str(value)):
-            raise ValidationError(f"{arg} must be 'module:{form}'. Got {value!r}.")
+    check_params(dict(name=name, target=target, options=options), _REGISTERED)
     added = [str(Path(path).resolve())] if path is not None else []
     with tempfile.TemporaryDirectory(prefix="bayes_risk_ep_") as tmp:
         dist = "bayes_risk_registered_" + re.sub(r"[^A-Za-z0-9]", "_", name)

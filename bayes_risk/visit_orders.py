@@ -29,7 +29,7 @@ RISK_COLUMNS = ("expected_match_risk", "true_match_risk", "n_unique", "true_matc
 
 def _check_orders(orders: Any) -> list[tuple[str, ...]]:
     check_value(orders, SequenceOf(COLUMN_NAMES, "visit orders (each a non-empty sequence of "
-                                   "column names)"), "orders")
+                                   "column names)", unique=True), "orders")
     out = []
     for i, o in enumerate(orders):
         t = tuple(o)
@@ -41,8 +41,6 @@ def _check_orders(orders: Any) -> list[tuple[str, ...]]:
             raise ValidationError(
                 f"every order must visit the same columns; orders[{i}] = {list(t)} differs from "
                 f"orders[0] = {list(out[0])}.")
-    if len(set(out)) != len(out):
-        raise ValidationError("orders lists the same visit order twice.")
     return out
 
 

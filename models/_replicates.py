@@ -13,7 +13,7 @@ import pandas as pd
 from bayes_risk._constraints import Interval, check_params
 from bayes_risk._rng import RandomSeed, replicate_rng, seed_sequence
 from bayes_risk.data.normalise import select_columns
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.data.validate import require_synthesized
 
 __all__ = ["iter_replicates", "check_replicate_columns"]
 
@@ -28,13 +28,9 @@ def check_replicate_columns(
     if columns is None:
         return synthesized
     cols = [columns] if isinstance(columns, str) else [str(c) for c in columns]
-    bad = [c for c in cols if c not in synthesized]
-    if bad:
-        raise ValidationError(
-            f"posterior replicates: column(s) {bad} are not synthesized by this {model} "
-            f"(synthesized: {synthesized}); unsynthesized columns are released unchanged and "
-            "need no replicates."
-        )
+    require_synthesized(cols, synthesized, f"posterior replicates of this {model}",
+                        note="; unsynthesized columns are released unchanged and need no "
+                             "replicates")
     return cols
 
 

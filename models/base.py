@@ -343,25 +343,29 @@ def synthesized_columns(synthesized: Any, schema: Schema) -> list[str] | None:
 
 
 def check_is_fitted(
-    model: Any, attribute: str | None = None, *, method: str | None = None
+    model: Any, attribute: str | tuple[str, ...] | None = None, *, method: str | None = None,
+    how: str = "with appropriate arguments",
 ) -> None:
     """Raise :class:`NotFittedError` unless ``model`` has a fitted (``_``-suffixed) attribute,
-    or the named ``attribute``; ``method`` is named in the message."""
+    or the named ``attribute`` (each of them); ``method`` is named in the message, ``how``
+    says how to fit it (the one place this is checked)."""
     if attribute is not None:
-        fitted = getattr(model, attribute, None) is not None
+        fitted = all(getattr(model, a, None) is not None
+                     for a in ((attribute,) if isinstance(attribute, str) else attribute))
     else:
         fitted = any(
             k.endswith("_") and not k.startswith("__") and v is not None
             for k, v in vars(model).items()
         )
     if not fitted:
-        raise _not_fitted(model, f"'{method}'" if method else "using it")
+        raise _not_fitted(model, f"'{method}'" if method else "using it", how)
 
 
-def _not_fitted(model: Any, before: str) -> NotFittedError:
+def _not_fitted(model: Any, before: str, how: str = "with appropriate arguments"
+                ) -> NotFittedError:
     return NotFittedError(
-        f"This {type(model).__name__} instance is not fitted yet. Call 'fit' with "
-        f"appropriate arguments before {before}.",
+        f"This {type(model).__name__} instance is not fitted yet. Call 'fit' {how} before "
+        f"{before}.",
         code="NOT_FITTED"
     )
 

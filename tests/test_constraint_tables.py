@@ -25,11 +25,19 @@ import pandas as pd
 import pytest
 
 import bayes_risk
-from bayes_risk._constraints import Flag, HasMethods, InstanceOf, Interval, Options, SequenceOf
+from bayes_risk._constraints import (
+    Flag,
+    HasMethods,
+    InstanceOf,
+    Interval,
+    Options,
+    SequenceOf,
+    Text,
+)
 from bayes_risk._specs import parameter_metadata
 from bayes_risk.exceptions import ValidationError
 
-_KINDS = (Interval, Options, Flag, InstanceOf, HasMethods, SequenceOf)
+_KINDS = (Interval, Options, Flag, InstanceOf, Text, HasMethods, SequenceOf)
 
 
 def _modules() -> list[Any]:
@@ -99,9 +107,16 @@ def _outside(c: Any) -> list[Any]:
         return ["__not_an_option__", -987654321]
     if isinstance(c, Flag):
         return ["yes", 2]
+    if isinstance(c, Text):
+        return [" ", 1]
     if isinstance(c, SequenceOf):
-        # empty, then an item outside, then one name alone (a string is no sequence of names)
-        return [*([[]] if c.min_len else []), [invalid_value(c.item)] * max(c.min_len, 1), "ab"]
+        # empty, then an item outside (if any: an item may be any value), then one name alone
+        # (a string is no sequence of names)
+        try:
+            bad_items = [[invalid_value(c.item)] * max(c.min_len, 1)]
+        except AssertionError:
+            bad_items = []
+        return [*([[]] if c.min_len else []), *bad_items, "ab"]
     return [object()]
 
 
@@ -181,6 +196,9 @@ ENTRIES: dict[str, Callable[..., Any]] = {
     "bayes_risk.disclosure.measures._CHECKS":
         lambda d, **bad: bayes_risk.disclosure_measures(d, [d], keys=["Urban", "Marital"],
                                                         target="Tenure", **bad),
+    "bayes_risk.testing._REGISTERED": lambda d, **bad: _registered(**bad),
+    "bayes_risk.utility.pmse._MOMENTS": lambda d, **bad: bayes_risk.utility.pmse_null_moments(
+        **{"df": 1, "n_original": 10, "n_synthetic": 10, **bad}),
     # the models' settings tables: each model's settings, checked by its constructor or fit
     "bayes_risk.models._bayesian.sampling._SETTINGS":
         lambda d, **bad: _fit("DPMultinomial", d, _CATEGORICAL, alpha=1.0, **bad),
@@ -230,6 +248,13 @@ def _array_model(**bad: Any) -> Any:
                          "schema": None, **bad})
 
 
+def _registered(**bad: Any) -> Any:
+    from bayes_risk.testing import registered_synthesizer
+
+    with registered_synthesizer(**{"name": "x", "target": "m:C", **bad}):
+        raise AssertionError("not refused")
+
+
 def _privacy(**bad: Any) -> Any:
     from bayes_risk.privacy import dirichlet_alpha, dirichlet_epsilon
 
@@ -277,7 +302,7 @@ def test_tables_are_found_and_each_has_an_entry():
 @pytest.mark.parametrize("constraint", [
     Interval(int, 1), Interval(int, 0, 3), Interval(float, 0, 1, closed="neither"),
     Interval(float, 0), Interval(float, None, 2, closed="left"), Options(("a", "b")), Flag(),
-    InstanceOf(str, "a string"), HasMethods(("fit",), "a model"),
+    InstanceOf(str, "a string"), HasMethods(("fit",), "a model"), Text("a name", r"\w+"),
     [Options(("sqrt",)), Interval(int, 1), None],
     [Interval(float, 0, 1, closed="neither"), Options(("balanced", "sampling"))],
     SequenceOf(InstanceOf(str, "a column name"), "column names"),

@@ -14,7 +14,7 @@ from bayes_risk._rng import seed_to_json
 from bayes_risk.data.alignment import warn_release_holds_original
 from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.missing import missing_mask
-from bayes_risk.data.normalise import as_synthetic_list
+from bayes_risk.data.normalise import as_synthetic_list, check_not_empty
 from bayes_risk.data.schema import Schema, did_you_mean
 from bayes_risk.data.validate import (
     check_release_levels,
@@ -73,8 +73,8 @@ def attack_inputs(
     # the attack's entry refused no column (its table's COLUMN_NAMES)
     cols = list(sch.names) if columns is None else list(columns)
     sch.check_columns(cols, argument)
-    if holdout is not None:
-        require_frame(holdout, "holdout")
+    if holdout is not None:  # the original and the datasets: checked by as_synthetic_list
+        check_not_empty(require_frame(holdout, "holdout"), "holdout", "the attack needs records")
     named = [("original", original), *((f"synthetic dataset {l}", z)
                                        for l, z in enumerate(datasets, start=1))]
     if holdout is not None:
@@ -87,9 +87,6 @@ def attack_inputs(
                 "the original, of every synthetic dataset and of the holdout."
                 + did_you_mean(missing[0], t.columns),
                 code="MISSING_COLUMN")
-        if len(t) == 0:
-            raise ValidationError(f"{name} has no rows; the attack needs records.",
-                                  code="EMPTY_TABLE")
     tables = {name: t[cols].reset_index(drop=True) for name, t in named}
     real = pd.concat([tables["original"], *([tables["holdout"]] if holdout is not None else [])],
                      ignore_index=True)

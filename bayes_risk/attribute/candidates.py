@@ -21,7 +21,9 @@ from bayes_risk._constraints import (
     Interval,
     Options,
     SequenceOf,
+    Text,
     check_fields,
+    check_value,
     checked,
 )
 from bayes_risk.data.schema import Schema
@@ -185,9 +187,7 @@ def parse_candidates(text: str | CandidateSpec) -> CandidateSpec:
     """
     if isinstance(text, CandidateSpec):
         return text
-    if not isinstance(text, str) or not text.strip():
-        raise ValidationError(f"candidates must be a string or CandidateSpec. Got {text!r}.",
-                              code="INVALID_ARGUMENT")
+    check_value(text, Text("a string or CandidateSpec"), "candidates")
     rule: str | None = None
     k = 1
     grid: GridSpec | None = None

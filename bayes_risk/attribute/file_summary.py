@@ -115,7 +115,7 @@ def file_summary(
         return {**base, **result.to_dict(thresholds=thresholds)}
 
     if kind in _NEEDS_ORIGINAL:
-        cols = check_location_columns(result, location_columns)
+        cols = check_location_columns(result, location_columns, locations)
         _refuse_missing_truth(result, cols, kind)
         if original is None:
             raise ValidationError(f"kind={kind!r} needs original= ({_NEEDS_ORIGINAL[kind]}).")

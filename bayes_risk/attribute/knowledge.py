@@ -20,7 +20,7 @@ from bayes_risk.attribute.prepare import prepare
 from bayes_risk.attribute.specs import ESTIMATORS, EstimatorSpec, ScenarioSpec
 from bayes_risk.data.provenance import check_release_model
 from bayes_risk.data.schema import CATEGORICAL_TYPES
-from bayes_risk.data.validate import require_frame
+from bayes_risk.data.validate import require_frame, require_synthesized
 from bayes_risk.exceptions import ValidationError, arg_name, interruptible
 from bayes_risk.results.knowledge import KnowledgeSweepResult
 from bayes_risk.warning_codes import message
@@ -99,13 +99,8 @@ def attribute_known_sweep(
         )
     check_keywords(kwargs, _OPTIONS, "attribute_known_sweep")
     syn = _synthesized(model)
-    notsyn = [c for c in cands if c not in syn]
-    if notsyn:
-        raise ValidationError(
-            f"{arg_name('known')} names {notsyn}, which the model did not synthesize "
-            f"(synthesized: {syn}); unsynthesized columns are always known to the intruder.",
-            code="INVALID_ARGUMENT",
-        )
+    require_synthesized(cands, syn, arg_name("known"), code="INVALID_ARGUMENT",
+                        note="; unsynthesized columns are always known to the intruder")
     if not [c for c in syn if c not in cands]:
         raise ValidationError(
             f"{arg_name('known')} holds every synthesized column ({syn}): with all of them known "

@@ -9,15 +9,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import InstanceOf, Interval, SequenceOf, check_value
 from bayes_risk.data.validate import decode_values
 from bayes_risk.exceptions import ValidationError
 
 __all__ = ["location_xy", "check_location_columns", "record_posteriors"]
 
+_LOCATIONS = InstanceOf(Mapping, "a mapping {level: (x, y)}")
+_XY = SequenceOf(Interval(float), "numbers, an (x, y) pair", min_len=2, max_len=2)
+
 
 def location_xy(values: pd.DataFrame, location_columns: Sequence[str],
                 locations: Mapping[Any, Sequence[float]] | None) -> np.ndarray:
-    """Coordinates ``[n, 2]`` of decoded values (two columns, or an areal one via ``locations``)."""
+    """Coordinates ``[n, 2]`` of decoded values (two columns, or an areal one via ``locations``,
+    checked by :func:`check_location_columns`)."""
     if len(location_columns) == 2 and locations is None:
         return values[list(location_columns)].to_numpy(dtype=np.float64)
     if len(location_columns) == 1 and locations is not None:
@@ -30,12 +35,7 @@ def location_xy(values: pd.DataFrame, location_columns: Sequence[str],
                     f"locations has no centroid for level {v!r} of column {col!r}; give one "
                     "(x, y) pair for every level."
                 )
-            xy = np.asarray(locations[key], dtype=np.float64)
-            if xy.shape != (2,):
-                raise ValidationError(
-                    f"locations[{key!r}] must be an (x, y) pair. Got {locations[key]!r}."
-                )
-            out[i] = xy
+            out[i] = np.asarray(locations[key], dtype=np.float64)
         return out
     raise ValidationError(
         "location_columns must be two numeric columns (coordinates), or one areal column "
@@ -45,7 +45,12 @@ def location_xy(values: pd.DataFrame, location_columns: Sequence[str],
     )
 
 
-def check_location_columns(result: Any, location_columns: Sequence[str] | None) -> list[str]:
+def check_location_columns(result: Any, location_columns: Sequence[str] | None,
+                           locations: Mapping[Any, Sequence[float]] | None) -> list[str]:
+    """``location_columns`` as a list, among the columns the intruder guesses; each centroid of
+    ``locations`` an (x, y) pair (checked here once, for every :func:`location_xy` after)."""
+    for key, xy in (check_value(locations, [_LOCATIONS, None], "locations") or {}).items():
+        check_value(xy, _XY, f"locations[{key!r}]")
     if not location_columns:
         raise ValidationError(
             f"kind needs location_columns (candidate columns {list(result.columns)})."

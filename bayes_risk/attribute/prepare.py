@@ -46,7 +46,13 @@ from bayes_risk.contract import (
 )
 from bayes_risk.data.missing import mask_missing_codes
 from bayes_risk.data.normalise import as_synthetic_list, record_positions
-from bayes_risk.data.validate import encode, harmonise_levels, require_frame, validate_synthetic
+from bayes_risk.data.validate import (
+    encode,
+    harmonise_levels,
+    require_frame,
+    require_synthesized,
+    validate_synthetic,
+)
 from bayes_risk.exceptions import (
     CALLER,
     ImportanceSamplingWarning,
@@ -269,13 +275,8 @@ def _varying_columns(
                               code="MODEL_UNSUITED")
     known_l = list(known or [])  # ScenarioSpec: given with partially_known, and only with it
     if scenario == "partially_known":
-        schema.check_columns(known_l, "known")
-        notsyn = [c for c in known_l if c not in synthesized]
-        if notsyn:
-            raise ValidationError(
-                f"known column(s) {notsyn} are not synthesized; unsynthesized columns are always "
-                "known to the intruder."
-            )
+        require_synthesized(schema.check_columns(known_l, "known"), synthesized, "known",
+                            note="; unsynthesized columns are always known to the intruder")
     vary = [c for c in synthesized if c not in known_l]
     if not vary:
         raise ValidationError("every synthesized column is known: nothing left to guess.")

@@ -9,7 +9,6 @@ import hashlib
 import importlib.metadata
 import json
 import logging
-import os
 import platform
 import time
 import warnings
@@ -44,14 +43,12 @@ _ENTRY_MODEL, _ENTRY_KEY, _CACHE_FORMAT = "model", "key.json", 1
 
 
 def cache_folder(value: Any, argument: str, random_seed: Any) -> Path | None:
-    """``value`` as the refit cache folder (made if missing); refused without ``random_seed``."""
+    """``value`` as the refit cache folder (made if missing; a path, checked by the spec's
+    field, ``REFIT_CACHE``); refused without ``random_seed``."""
     from bayes_risk.exceptions import ValidationError, arg_name
 
     if value is None:
         return None
-    if not isinstance(value, (str, os.PathLike)) or not str(value):
-        raise ValidationError(f"{arg_name(argument)} must be a folder path (str or "
-                              f"os.PathLike) or None. Got {value!r}.", code="INVALID_ARGUMENT")
     if random_seed is None:
         raise ValidationError(
             f"{arg_name(argument)} needs {arg_name('random_seed')}: a refit is reused only by a "

@@ -11,8 +11,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from bayes_risk._constraints import (
     COLUMN_NAMES,
     Flag,
+    InstanceOf,
     Interval,
     Options,
+    Text,
     check_fields,
     check_value,
     checked,
@@ -24,8 +26,8 @@ if TYPE_CHECKING:  # module level holds the standard library only (the parsers r
     import numpy as np
 
 __all__ = ["ScenarioSpec", "EstimatorSpec", "SCENARIOS", "ESTIMATORS", "KHAT_POSTERIORS",
-           "KHAT_TOLERANCE", "REFIT_CACHE_HELP", "REFIT_COST_HELP", "PLUGIN_REPLICATES_HELP",
-           "scenario_arg", "parse_pairs",
+           "KHAT_TOLERANCE", "REFIT_CACHE", "REFIT_CACHE_HELP", "REFIT_COST_HELP",
+           "PLUGIN_REPLICATES_HELP", "scenario_arg", "parse_pairs",
            "DEFAULT_DELTA"]
 
 #: ``KHAT_HIGH`` under ``khat_rule="material"``: by how much the truth's probability may at
@@ -41,6 +43,8 @@ REFIT_CACHE_HELP = (
     "--random-seed (needed) share them; an entry is used only when everything the refit "
     "depends on is the same, and the folder can be deleted at any time (default: none). It is "
     "as confidential as the model folder")
+#: the constraint of a refit cache folder (a path, never empty: "" would be the current folder)
+REFIT_CACHE = [Text("a folder path"), InstanceOf(os.PathLike, "an os.PathLike"), None]
 REFIT_COST_HELP = (
     "Cost: the stabilised estimator refits the model once per synthetic dataset (m refits, "
     "each on the original plus one synthetic dataset, so about 2 x the records): expect about "
@@ -306,7 +310,7 @@ class EstimatorSpec:
         "--bootstrap", "draw-bootstrap replicates for rank stability (default 200; 0 disables)",
         metavar="B", type=int) | checked(Interval(int, 0)))
     refit_cache: str | os.PathLike[str] | None = field(default=None, metadata=cli_option(
-        "--refit-cache", REFIT_CACHE_HELP, metavar="DIR"))
+        "--refit-cache", REFIT_CACHE_HELP, metavar="DIR") | checked(REFIT_CACHE))
     plugin_replicates: int | None = field(default=None, metadata=cli_option(
         "--plugin-replicates", PLUGIN_REPLICATES_HELP, metavar="R", type=int)
         | checked([Interval(int, 1), None]))

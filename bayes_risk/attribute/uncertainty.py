@@ -214,7 +214,7 @@ def wang_reiter_uncertainty(
         No draw bootstrap kept, a bad ``level``, or bad location columns.
     """
     boot = _check(result, level)
-    cols = check_location_columns(result, location_columns)
+    cols = check_location_columns(result, location_columns, locations)
     flagged = _flagged(result)
     keep = np.flatnonzero(~flagged)
     B = boot[0].shape[0]

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import pandas as pd
 
+from bayes_risk._io import check_new_folder
 from bayes_risk._rng import given_or_fresh
 from bayes_risk._specs import as_spec, cli_option
 from bayes_risk._terminal import say
@@ -120,11 +121,8 @@ def audit(
                       thresholds=Thresholds.parse(s.thresholds), random_seed=random_seed,
                       seed_src=seed_src)
     root = Path(out) if out is not None else None
-    if root is not None and root.exists() and (not root.is_dir() or any(root.iterdir())):
-        raise ValidationError(
-            f"out {str(root)!r} exists and is not an empty folder; give a new folder.",
-            code="OUT_EXISTS"
-        )
+    if root is not None:
+        check_new_folder(root)
     earlier = _earlier(before, len(data))
     ctx = StepContext(original=data, synthetic=syn, schema=sch.with_roles(plan.synthesized),
                          plan=plan, model=model, root=None, progressbar=progressbar,

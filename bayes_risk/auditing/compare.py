@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from bayes_risk._constraints import HasMethods, check_value
 from bayes_risk.exceptions import ValidationError
 
 __all__ = ["compare_audits", "load_audit", "audit_summary"]
@@ -48,11 +49,8 @@ def audit_summary(audit: Any) -> dict[str, Any]:
         return audit
     if isinstance(audit, (str, os.PathLike)):
         return load_audit(audit)
-    to_dict = getattr(audit, "to_dict", None)
-    if to_dict is None:
-        raise ValidationError("an audit must be an AuditResult, its summary (a dict) or the path "
-                              f"of an audit folder. Got {type(audit).__name__}.")
-    return to_dict()
+    return check_value(audit, HasMethods(("to_dict",), "an AuditResult, its summary (a dict) "
+                                         "or the path of an audit folder"), "an audit").to_dict()
 
 
 #: the status word of a line carried from the release before the remedy as an upper bound

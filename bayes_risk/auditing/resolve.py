@@ -88,11 +88,10 @@ def audit_inputs(original: Any, synthetic: Any, schema: Any, categorical: Any,
         isinstance(s, pd.DataFrame) for s in synthetic
     ):
         synthetic = SyntheticData(list(synthetic), method="unknown")
-    elif not isinstance(synthetic, SyntheticData):
-        raise ValidationError(
-            "synthetic must be a SyntheticData, a list of DataFrames, a SyntheticData folder or "
-            f"a list of table paths. Got {type(synthetic).__name__}."
-        )
+    else:
+        check_value(synthetic, InstanceOf(SyntheticData, "a SyntheticData, a list of DataFrames, "
+                                          "a SyntheticData folder or a list of table paths"),
+                    "synthetic")
     if weights is not None and weights not in synthetic[0].columns:
         original = rest
     missing = [c for c in original.columns if c not in synthetic[0].columns]

@@ -186,8 +186,8 @@ class AuditSettings:
         "--radius, not the worst case); every numeric known column is searched, synthesized or "
         "not, with 0 (exact matching) added to every grid", metavar="R1,R2,...",
         parse=lambda text: _numbers(text, none=True), group=SETTINGS_GROUP)
-        | checked([SequenceOf(Interval(float, 0), "radii (finite numbers >= 0)", min_len=0),
-                   None]))
+        | checked([SequenceOf(Interval(float, 0), "radii (finite numbers >= 0)", min_len=0,
+                              unique=True), None]))
     radius_refine: int = field(default=REFINE_POINTS, metadata=cli_option(
         "--radius-refine", "points the radius search evaluates at most between the grid's "
         "radii to find and bound the worst case over every radius (default 200; 0: the grid's "
@@ -318,9 +318,6 @@ def _radii(sweep: Any) -> tuple[float, ...]:
             "matching alone, which understates the risk of an intruder who matches loosely. Give "
             "radii above 0, or None to skip the search (the verdict then reads the radius "
             "given, with warning RADIUS_NOT_SEARCHED).", code="INVALID_ARGUMENT")
-    twice = [r for i, r in enumerate(grid) if r in grid[:i]]
-    if twice:
-        raise ValidationError(f"sweep: radius {twice[0]:g} listed twice. Got {grid}.")
     return tuple(grid)
 
 

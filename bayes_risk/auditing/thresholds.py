@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from bayes_risk._constraints import check_keywords
 from bayes_risk._thresholds import Threshold, builtin_thresholds
 from bayes_risk.exceptions import ValidationError
 
@@ -55,10 +56,7 @@ class Thresholds(Mapping[str, float]):
 
     def __init__(self, **values: float) -> None:
         records = threshold_records()
-        unknown = [k for k in values if k not in records]
-        if unknown:
-            raise ValidationError(f"thresholds: unknown name {unknown[0]!r}; expected one of "
-                                  f"{', '.join(records)}.", code="INVALID_ARGUMENT")
+        check_keywords(values, records, "thresholds")
         object.__setattr__(self, "_values", {name: t.check(values.get(name, t.default))
                                              for name, t in records.items()})
 

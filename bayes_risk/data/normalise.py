@@ -176,18 +176,17 @@ def record_positions(records: Any, n: int, *, argument: str = "records") -> np.n
     if records is None:
         return np.arange(n, dtype=np.int64)
     argument = arg_name(argument)
-    if isinstance(records, (bool, np.bool_)):
-        raise ValidationError(f"{argument} must be row positions (integers). Got {records!r}.")
-    if isinstance(records, (int, np.integer)):
+    flag = isinstance(records, (bool, np.bool_))  # True is no row position, nor a mask
+    if isinstance(records, (int, np.integer)) and not flag:
         records = [int(records)]
-    arr = np.asarray(records if isinstance(records, np.ndarray) else list(records))
-    if arr.dtype == bool:
+    arr = np.asarray(records if isinstance(records, np.ndarray) or flag else list(records))
+    if arr.dtype == bool and not flag:
         if arr.shape != (n,):
             raise ValidationError(f"{argument} as a boolean mask needs one flag per record ({n}); "
                                   f"got shape {arr.shape}.")
         arr = np.flatnonzero(arr)
-    elif arr.size and (arr.dtype.kind not in "iu" and not (
-            arr.dtype.kind in "fO" and _all_whole(arr))):
+    elif flag or (arr.size and (arr.dtype.kind not in "iu" and not (
+            arr.dtype.kind in "fO" and _all_whole(arr)))):
         raise ValidationError(f"{argument} must be row positions (integers). Got {records!r}.")
     arr = arr.astype(np.int64).ravel()
     if arr.size == 0:

@@ -22,7 +22,8 @@ from bayes_risk.exceptions import (
 
 __all__ = [
     "ColumnType", "ColumnRole", "ColumnSpec", "Schema", "infer_schema", "check_column_labels",
-    "check_confusable_names", "check_numeric_text", "CATEGORICAL_TYPES", "NUMERIC_TYPES"
+    "check_confusable_names", "check_numeric_text", "check_names", "CATEGORICAL_TYPES",
+    "NUMERIC_TYPES"
 ]
 
 ColumnType = Literal["categorical", "ordinal", "count", "continuous"]
@@ -76,9 +77,17 @@ def did_you_mean(name: str, options: Iterable[str]) -> str:
         f" The name given: {odd}." if odd else "")
 
 
-def _unknown_column(argument: str, name: str, names: Sequence[str]) -> SchemaError:
-    return SchemaError(f"{arg_name(argument)}: column {name!r} is not in the data (columns: "
-                       f"{list(names)})." + did_you_mean(name, names), code="UNKNOWN_COLUMN")
+def check_names(given: Iterable[str], names: Sequence[str], argument: str) -> list[str]:
+    """``given`` as a list when each is one of the column ``names``; else ``UNKNOWN_COLUMN``
+    naming the argument, the first other name and a close match (the one place this is
+    checked)."""
+    out = list(given)
+    unknown = [n for n in out if n not in names]
+    if unknown:
+        raise SchemaError(f"{arg_name(argument)}: column {unknown[0]!r} is not in the data "
+                          f"(columns: {list(names)})." + did_you_mean(unknown[0], names),
+                          code="UNKNOWN_COLUMN")
+    return out
 
 
 @dataclass(frozen=True)
@@ -212,12 +221,7 @@ class Schema:
     def check_columns(self, names: Iterable[str], argument: str = "columns") -> list[str]:
         """Check that every name is a column (``SchemaError`` naming a close match); return
         them as a list."""
-        out = []
-        for n in names:
-            if n not in self.names:
-                raise _unknown_column(argument, n, self.names)
-            out.append(n)
-        return out
+        return check_names(names, self.names, argument)
 
     @property
     def synthesized(self) -> list[str]:
@@ -557,9 +561,7 @@ def infer_schema(
         ("count", count),
         ("continuous", continuous),
     ):
-        for c in cols or ():
-            if c not in names:
-                raise _unknown_column(typ, c, names)
+        for c in check_names(cols or (), names, typ):
             if c in forced and forced[c] != typ:
                 raise SchemaError(f"column {c!r} is declared both {forced[c]} and {typ}.",
                                   code="OPTION_CONFLICT")
@@ -631,8 +633,5 @@ def _keep_unused(keep: bool | Iterable[str], names: Sequence[str]) -> set[str]:
     """The columns of ``keep_unused_levels`` (``True``: every column), checked."""
     if isinstance(keep, (bool, np.bool_)):
         return set(names) if keep else set()
-    cols = [keep] if isinstance(keep, str) else list(keep)
-    for c in cols:
-        if c not in names:
-            raise _unknown_column("keep_unused_levels", c, names)
-    return set(cols)
+    return set(check_names([keep] if isinstance(keep, str) else keep, names,
+                           "keep_unused_levels"))

@@ -18,6 +18,7 @@ from bayes_risk._constraints import (
     Flag,
     Options,
     SequenceOf,
+    Text,
     check_fields,
     check_value,
     checked,
@@ -228,7 +229,8 @@ class SyntheticData:
     proper: bool | None = field(default=None, metadata=checked([Flag(), None]))
     imputed_columns: list[str] | None = field(default=None, metadata=checked(
         [SequenceOf(COLUMN_NAMES.item, "column names", min_len=0), None]))
-    model_id: str | None = None
+    model_id: str | None = field(default=None, metadata=checked(
+        [Text("a SHA-256 (64 hexadecimal digits)", "[0-9A-Fa-f]{64}"), None]))
     #: ``"error"``: a different original is refused; ``"warn"``: it is used, with a warning
     original_check: str = field(default="error", compare=False, repr=False)
     #: columns the user says the release recodes: their levels the original never holds are
@@ -258,10 +260,6 @@ class SyntheticData:
                 raise SchemaError(f"imputed_columns names {unknown}, not columns of the datasets "
                                   f"({cols}).", code="UNKNOWN_COLUMN")
             self.imputed_columns = list(self.imputed_columns)
-        if self.model_id is not None and not (
-                isinstance(self.model_id, str) and len(self.model_id) == 64):
-            raise ValidationError("model_id must be a SHA-256 (64 hexadecimal digits) or None. "
-                                  f"Got {self.model_id!r}.")
         if self.draw_index is not None:
             self.draw_index = [int(h) for h in self.draw_index]
             if len(self.draw_index) != len(self.datasets):

@@ -36,7 +36,7 @@ __all__ = [
     "validate_table", "validate_synthetic", "harmonise_levels", "check_release_levels",
     "check_value_labels", "release_levels", "release_only_levels", "refuse_unknown_levels",
     "encode", "decode", "decode_values", "check_m", "check_no_infinity", "check_real",
-    "record_mask", "require_frame", "require_distinct", "require_synthesized"
+    "record_mask", "require_frame", "require_columns", "require_distinct", "require_synthesized"
 ]
 
 
@@ -44,6 +44,29 @@ def require_frame(df: Any, name: str) -> pd.DataFrame:
     """``df`` itself when it is a pandas DataFrame; else a ``ValidationError`` naming the
     argument ``name`` and what was given (the one place this is checked)."""
     return check_value(df, FRAME, name)
+
+
+def require_columns(df: pd.DataFrame, columns: Sequence[Any], name: str) -> None:
+    """Nothing when the table ``df`` holds each of ``columns``; else ``MISSING_COLUMN`` naming
+    it (``name``), the columns it lacks (with a close match of one) and those expected (the one
+    place this is checked).
+
+    Examples
+    --------
+    >>> require_columns(pd.DataFrame({"Age": [1]}), ["Age"], "original")
+    >>> require_columns(pd.DataFrame({"Age": [1]}), ["Sex"], "original")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    bayes_risk.exceptions.SchemaError: original is missing column(s) ['Sex']; expected ...
+    """
+    names = [str(c) for c in df.columns]
+    held = {*df.columns, *names}  # a column named 1 is also given as '1'
+    missing = [c for c in columns if c not in held]
+    if missing:
+        raise SchemaError(f"{name} is missing column(s) {missing}; expected columns "
+                          f"{list(columns)}." + (did_you_mean(str(missing[0]), names)
+                                                 if len(missing) == 1 else ""),
+                          code="MISSING_COLUMN")
 
 
 def require_distinct(values: Iterable[Any], name: str, *, what: str = "column",
@@ -116,15 +139,8 @@ def validate_table(df: pd.DataFrame, schema: Schema, *, name: str = "original",
     SchemaError
         Naming the column and value at fault and what was expected.
     """
-    require_frame(df, name)
+    require_columns(require_frame(df, name), schema.names, name)
     cols = [str(c) for c in df.columns]
-    missing = [c for c in schema.names if c not in cols]
-    if missing:
-        raise SchemaError(
-            f"{name} is missing column(s) {missing}; expected columns {schema.names}."
-            + (did_you_mean(missing[0], cols) if len(missing) == 1 else ""),
-            code="MISSING_COLUMN",
-        )
     extra = [c for c in cols if c not in schema.names]
     if extra and not extra_columns:
         raise SchemaError(f"{name} has unexpected column(s) {extra}; expected columns "

@@ -20,6 +20,7 @@ from bayes_risk._constraints import (
     Interval,
     Options,
     SequenceOf,
+    check_keywords,
     check_params,
     check_value,
 )
@@ -352,9 +353,8 @@ def _registered(method: str, argument: str) -> None:
     ``argument`` and the registered ones."""
     from bayes_risk.registry import list_synthesizers
 
-    if method not in list_synthesizers():
-        raise ValidationError(f"{argument}: unknown synthesizer {method!r}; expected one of "
-                              f"{', '.join(list_synthesizers())}.", code="UNKNOWN_SYNTHESIZER")
+    check_value(method, Options(tuple(list_synthesizers()), listed=True),
+                f"{argument}: the synthesizer", code="UNKNOWN_SYNTHESIZER")
 
 
 def _init_parameters(method: str) -> set[str] | None:
@@ -564,10 +564,7 @@ class DesignSpace:
         ``remedies``, ``fix``, ``exclude`` (each optional)."""
         allowed = {"columns", "methods", "knobs", "m", "remedies", "fix", "exclude"}
         check_value(spec, InstanceOf(Mapping, "a JSON object"), "the design space spec")
-        bad = sorted(set(spec) - allowed)
-        if bad:
-            raise ValidationError(f"the design space spec has unknown field(s) {bad}; expected "
-                                  f"{', '.join(sorted(allowed))}.", code="INVALID_ARGUMENT")
+        check_keywords(spec, allowed, "the design space spec")
         return cls(**spec)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from bayes_risk._io import check_new_folder
 from bayes_risk.designing.space import DesignSpace, stable_seed
 from bayes_risk.exceptions import ValidationError
 
@@ -96,10 +97,8 @@ def journal_storage(root: Path | None, resume: bool) -> Any:
         raise ValidationError(f"resume: {str(root)!r} holds no design journal ({JOURNAL}); "
                               "give the out folder of an interrupted design.",
                               code="NOT_A_DESIGN")
-    if not resume and root.exists() and (not root.is_dir() or any(root.iterdir())):
-        raise ValidationError(f"out {str(root)!r} exists and is not an empty folder; give a new "
-                              "folder, or resume to go on with the design in it.",
-                              code="OUT_EXISTS")
+    if not resume:
+        check_new_folder(root, ", or resume to go on with the design in it")
     root.mkdir(parents=True, exist_ok=True)
     return JournalStorage(JournalFileBackend(str(journal)))
 

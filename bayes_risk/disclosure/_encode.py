@@ -34,13 +34,9 @@ def column_names(value: Any, argument: str, *, required: bool = True) -> list[st
     checked)."""
     if value is None and not required:
         return []
-    names = list(check_value([value] if isinstance(value, str) else value,
-                             SequenceOf(COLUMN_NAMES.item, "column names", min_len=int(required)),
-                             argument))
-    dup = sorted({k for k in names if names.count(k) > 1})
-    if dup:
-        raise ValidationError(f"{argument} contain duplicated column(s) {dup}.")
-    return names
+    return list(check_value([value] if isinstance(value, str) else value,
+                            SequenceOf(COLUMN_NAMES.item, "column names", min_len=int(required),
+                                       unique=True), argument))
 
 
 @dataclass(frozen=True)
@@ -91,10 +87,7 @@ def resolve_inputs(
                 + did_you_mean(missing[0], t.columns),
                 code="MISSING_COLUMN")
         tables.append(t[list(columns)])
-    for name, t in zip(names, tables, strict=True):
-        if len(t) == 0:
-            raise ValidationError(f"{name} has no rows; the measures are percentages of records.",
-                                  code="EMPTY_TABLE")
+    # none is empty: the entries' as_synthetic_list(synthetic, original=...) refused it
     sub = harmonise_levels(tables[0], tables[1:], schema=sub, recoded=recoded)
     for name, t in zip(names, tables, strict=True):
         validate_table(t, sub, name=name, allow_nan=True)

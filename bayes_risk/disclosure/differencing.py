@@ -15,7 +15,7 @@ from bayes_risk._constraints import SequenceOf, check_value
 from bayes_risk.data.alignment import comparable_values
 from bayes_risk.data.provenance import check_distinct_datasets
 from bayes_risk.data.schema import FRAME
-from bayes_risk.data.validate import record_mask
+from bayes_risk.data.validate import record_mask, require_columns
 from bayes_risk.exceptions import SchemaError
 from bayes_risk.results.differencing import DifferencingResult
 
@@ -88,18 +88,13 @@ def differencing_check(
     n, m = len(sets[0]), len(sets)
     cols = list(columns) if columns is not None else list(sets[0].columns)
     for j, z in enumerate(sets):
-        miss = [c for c in cols if c not in z.columns]
-        if miss:
-            raise SchemaError(f"dataset {j + 1} lacks column(s) {miss}.",
-                              code="MISSING_COLUMN")
+        require_columns(z, cols, f"dataset {j + 1}")
     if original is not None:
         if len(original) != n:
             raise SchemaError(
                 f"original has {len(original)} rows and the implicates {n}: differencing "
                 "compares record i of each.", code="ROWS_MISALIGNED")
-        miss = [c for c in cols if c not in original.columns]
-        if miss:
-            raise SchemaError(f"original lacks column(s) {miss}.", code="MISSING_COLUMN")
+        require_columns(original, cols, "original")
     tables = [*sets, *([original] if original is not None else [])]
     varies, changed = {}, {}
     for c in cols:

@@ -14,7 +14,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from bayes_risk._constraints import Flag, Interval, Options, check_fields, check_value, checked
+from bayes_risk._constraints import (
+    Flag,
+    InstanceOf,
+    Interval,
+    Options,
+    SequenceOf,
+    check_fields,
+    check_value,
+    checked,
+)
 from bayes_risk._specs import cli_option, parse_key_value
 from bayes_risk.exceptions import ValidationError
 
@@ -71,7 +80,10 @@ class ExclusionSpec:
         default=None, metadata=cli_option(
             "--exclude-combination", "exclude the records with this key level and target level "
             "(repeat for more combinations)", metavar=("KEY", "KEYLEVEL", "TARGETLEVEL"),
-            nargs=3, action="append", group=CONVENTIONS))
+            nargs=3, action="append", group=CONVENTIONS)
+        | checked([SequenceOf(SequenceOf(InstanceOf(object, "a value"), "values", min_len=3,
+                                         max_len=3),
+                              "(key, key level, target level) triples", min_len=0), None]))
     use_target_na: bool = field(default=True, metadata=cli_option(
         "--no-target-na", "records with a missing target do not count (default: 'Missing' is "
         "a level)", action="store_true", parse=lambda flag: not flag, group=CONVENTIONS)
@@ -92,14 +104,8 @@ class ExclusionSpec:
         levels = self.not_targetlev
         object.__setattr__(self, "not_targetlev", () if levels is None else
                            (levels,) if isinstance(levels, str) else tuple(levels))
-        triples = []
-        for item in self.exclude_combinations or ():
-            if not (isinstance(item, (tuple, list)) and len(item) == 3):
-                raise ValidationError(
-                    "ExclusionSpec.exclude_combinations must hold (key, key level, target "
-                    f"level) triples. Got {item!r}.")
-            triples.append(tuple(item))
-        object.__setattr__(self, "exclude_combinations", tuple(triples))
+        object.__setattr__(self, "exclude_combinations",
+                           tuple(tuple(item) for item in self.exclude_combinations or ()))
 
 
 #: the argument group of ``bayes-risk original-risk --help`` that lists sdcMicro's conventions

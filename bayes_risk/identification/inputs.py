@@ -27,6 +27,7 @@ from bayes_risk.data.validate import (
     check_release_levels,
     harmonise_levels,
     release_levels,
+    require_columns,
 )
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name
 
@@ -77,11 +78,7 @@ def released_replicates(
     colmaps = []
     for l, z in enumerate(datasets, start=1):
         cmap = {str(c): c for c in z.columns}
-        miss = [c for c in known if c not in cmap]
-        if miss:
-            raise SchemaError(
-                f"synthetic dataset {l} lacks known column(s) {miss}.", code="MISSING_COLUMN"
-            )
+        require_columns(z, known, f"synthetic dataset {l}")
         # rows removed after synthesis: each row is its record's (released_records checked)
         if released is None and len(z) != n:
             raise SchemaError(
@@ -135,11 +132,7 @@ def user_replicates(
     want = pd.Index(known_s)
     for r, arr in enumerate(replicates, start=1):
         if isinstance(arr, pd.DataFrame):
-            miss = [c for c in known_s if c not in arr.columns]
-            if miss:
-                raise SchemaError(
-                    f"replicate {r} lacks column(s) {miss}.", code="MISSING_COLUMN"
-                )
+            require_columns(arr, known_s, f"replicate {r}")
             df = select_columns(arr, known_s, want)
         else:
             a = np.asarray(arr)

@@ -12,6 +12,7 @@ import pandas as pd
 
 from bayes_risk._constraints import Interval, check_value
 from bayes_risk.data.schema import _level_to_json
+from bayes_risk.data.validate import require_columns
 from bayes_risk.exceptions import ConvergenceWarning, SchemaError, ValidationError
 from bayes_risk.identification import engine as _engine
 from bayes_risk.identification.encoding import stack_columns
@@ -246,11 +247,7 @@ def _user_counts(pc, tdf, known) -> np.ndarray:
             rows.append((*kt, v))
         pc = pd.DataFrame(rows, columns=[*known, "F"])
     if isinstance(pc, pd.DataFrame):
-        miss = [c for c in known if c not in pc.columns]
-        if miss:
-            raise SchemaError(
-                f"population_counts table lacks known column(s) {miss}.", code="MISSING_COLUMN"
-            )
+        require_columns(pc, known, "population_counts table")
         other = [c for c in pc.columns if c not in known]
         fcol = "F" if "F" in pc.columns else (other[0] if len(other) == 1 else None)
         if fcol is None:

@@ -12,7 +12,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from bayes_risk._constraints import Interval, Options, check_fields, check_value, checked
+from bayes_risk._constraints import (
+    Interval,
+    Options,
+    SequenceOf,
+    Text,
+    check_fields,
+    check_value,
+    checked,
+)
 from bayes_risk._specs import as_spec, cli_option, is_number, parse_numbers, parse_radius
 from bayes_risk.exceptions import ValidationError, arg_name, has_option, on_command_line
 
@@ -113,6 +121,11 @@ def parse_strategy(strategy: Any) -> str | tuple[str, float]:
     raise ValidationError(f"strategy must be {forms}. Got {strategy!r}.")
 
 
+#: MatchSpec.radius given as a vector (the R package's, in compat mode)
+_RADIUS_VECTOR = SequenceOf(Interval(float, 0), "finite numbers >= 0 (compat mode; otherwise "
+                            "a number or a {column: radius} mapping)", min_len=0)
+
+
 def _per_column(value: Any, what: str) -> float | dict[str, float] | None:
     """A number or a ``{column: number}`` mapping of non-negative numbers (or ``None``)."""
     if value is None:
@@ -210,14 +223,8 @@ class MatchSpec:
     def __post_init__(self) -> None:
         radius = self.radius
         if radius is not None and not is_number(radius) and not isinstance(radius, Mapping):
-            import numpy as np
-
-            if isinstance(radius, str) or not isinstance(radius, (Sequence, np.ndarray)):
-                raise ValidationError(
-                    "MatchSpec.radius must be a number, a {column: radius} mapping or (compat "
-                    f"mode) a sequence of numbers. Got {radius!r}."
-                )
-            radius = tuple(_nonnegative(r, "MatchSpec.radius") for r in radius)
+            radius = tuple(float(r) for r in check_value(radius, _RADIUS_VECTOR,
+                                                         "MatchSpec.radius"))
         else:
             radius = _per_column(radius, "MatchSpec.radius")
         object.__setattr__(self, "radius", radius)
@@ -322,10 +329,10 @@ class PopulationSpec:
         group=TARGETS))
     target_id: str | None = field(default=None, metadata=cli_option(
         "--target-id", "id column of --targets linking to the original's records",
-        metavar="COL", group=TARGETS))
+        metavar="COL", group=TARGETS) | checked([Text("a column name"), None]))
     original_id: str | None = field(default=None, metadata=cli_option(
         "--original-id", "id column of the original (default: the --target-id column)",
-        metavar="COL", group=TARGETS))
+        metavar="COL", group=TARGETS) | checked([Text("a column name"), None]))
     selection: Any = field(default=None, metadata=cli_option(
         "--selection", "the intruder knows why records were selected for synthesis (R, Hu 2019 "
         "§4.2.4): 'release' (the rule the release's manifest records, e.g. a small-cell PMM "
@@ -345,23 +352,15 @@ class PopulationSpec:
                         f"{arg_name('membership', repr('unknown'), cli='unknown')}"
                         " (the intruder does not know who is in the sample).",
                         code="OPTION_REQUIRED")
-        if isinstance(self.counts, str) and self.counts not in (LOGLINEAR_ORIGINAL
-                                                                + LOGLINEAR_SYNTHETIC):
-            raise ValidationError(
-                "PopulationSpec.counts must be true counts (a mapping, a DataFrame or one count "
-                "per target), 'loglinear_original' or 'loglinear_synthetic'. Got "
-                f"{self.counts!r}.")
+        if isinstance(self.counts, str):  # else true counts, checked with the targets
+            check_value(self.counts, Options(LOGLINEAR_ORIGINAL + LOGLINEAR_SYNTHETIC,
+                                             listed=True), "PopulationSpec.counts given as text")
         if self.counts is not None and self.weights is not None:
             raise ValidationError(
                 "PopulationSpec.counts and PopulationSpec.weights: give one (the population "
                 "counts, or the survey weights they are estimated from), not both.",
                 code="OPTION_CONFLICT")
         self._check_size()
-        for name in ("target_id", "original_id"):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, str) or not value):
-                raise ValidationError(
-                    f"PopulationSpec.{name} must be a column name. Got {value!r}.")
         if self.targets is not None and self.target_id is None:
             raise ValidationError(
                 "PopulationSpec.targets needs target_id, the id column linking the targets to "

@@ -15,10 +15,11 @@ from bayes_risk.data.normalise import as_synthetic_list, record_positions
 from bayes_risk.data.validate import (
     check_value_labels,
     refuse_unknown_levels,
+    require_columns,
     require_frame,
     validate_table,
 )
-from bayes_risk.exceptions import SchemaError, ValidationError, arg_name
+from bayes_risk.exceptions import ValidationError, arg_name
 from bayes_risk.membership.plan import ROWS_PER_DRAW
 
 __all__ = ["prepare", "prior_probability", "check_options", "check_drawable"]
@@ -52,11 +53,7 @@ def prepare(model: Any, original: Any, synthetic: Any, holdout: Any, records: An
 
 def _table(df: Any, cols: list[str], argument: str) -> pd.DataFrame:
     """``df`` restricted to the model's columns (an error naming what is missing)."""
-    require_frame(df, argument)
-    missing = [c for c in cols if c not in df.columns]
-    if missing:
-        raise SchemaError(f"{argument} is missing the model's column(s) {missing}.",
-                          code="MISSING_COLUMN")
+    require_columns(require_frame(df, argument), cols, argument)
     return df[cols].reset_index(drop=True)
 
 

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from bayes_risk._constraints import Flag, Interval, Options, check_fields, checked
 from bayes_risk._specs import cli_option
-from bayes_risk.attribute.specs import REFIT_CACHE_HELP
+from bayes_risk.attribute.specs import REFIT_CACHE, REFIT_CACHE_HELP
 from bayes_risk.exceptions import ValidationError
 
 __all__ = ["AttackSpec", "RatioSpec"]
@@ -124,6 +124,6 @@ class RatioSpec:
     khat: bool = field(default=True, metadata=checked(
         Flag()))
     refit_cache: str | os.PathLike[str] | None = field(default=None, metadata=cli_option(
-        "--refit-cache", REFIT_CACHE_HELP, metavar="DIR"))
+        "--refit-cache", REFIT_CACHE_HELP, metavar="DIR") | checked(REFIT_CACHE))
 
     __post_init__ = check_fields  # the fields' table is the whole check

@@ -11,7 +11,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import Options, check_value
+from bayes_risk._constraints import Options, Text, check_value
 from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.missing import mask_missing_codes
 from bayes_risk.data.normalise import as_synthetic_list
@@ -360,8 +360,7 @@ def compare_estimates(
     ['DUPLICATE_DATASETS']
     """
     family = check_value(family, Options(("ols", "logit", "poisson")), "family")
-    if not isinstance(formula, str) or "~" not in formula:
-        raise ValidationError(f"formula must be a string 'response ~ terms'. Got {formula!r}.")
+    check_value(formula, Text("a string 'response ~ terms'", "(?s).*~.*"), "formula")
     alpha = check_probability(alpha, "alpha")
     datasets, source = as_synthetic_list(synthetic, original=original)
     dups = duplicate_codes(datasets)  # warned by as_synthetic_list; a result code too

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
+from bayes_risk._constraints import Interval, SequenceOf, check_params
 from bayes_risk._rng import RandomSeed, seed_to_json, spawn
 from bayes_risk._specs import as_spec
 from bayes_risk._terminal import progress
@@ -50,6 +51,13 @@ __all__ = ["PMSEResult", "PropensitySpec", "pmse", "pmse_null_moments", "propens
 SEPARATION_EPS = 1e-8  # fitted probabilities this close to 0 or 1 flag separation
 
 
+#: the arguments of pmse_null_moments: a number, or one per synthetic dataset
+_MOMENTS = {"df": [Interval(float, 0), SequenceOf(Interval(float, 0), "numbers >= 0")],
+            **{n: [Interval(float, 0, closed="neither"),
+                   SequenceOf(Interval(float, 0, closed="neither"), "numbers > 0")]
+               for n in ("n_original", "n_synthetic")}}
+
+
 def pmse_null_moments(df: int | np.ndarray, n_original: Any, n_synthetic: Any
                       ) -> tuple[np.ndarray, np.ndarray]:
     """Theoretical null mean and sd of the pMSE of a logistic model (Snoke et al. 2018, eqs. 1–2).
@@ -71,11 +79,10 @@ def pmse_null_moments(df: int | np.ndarray, n_original: Any, n_synthetic: Any
     >>> round(float(e0), 10), round(float(sd0), 9)
     (0.0006875, 0.000131101)
     """
+    check_params(dict(df=df, n_original=n_original, n_synthetic=n_synthetic), _MOMENTS)
     d = np.asarray(df, dtype=np.float64)
     n1 = np.asarray(n_original, dtype=np.float64)
     n2 = np.asarray(n_synthetic, dtype=np.float64)
-    if np.any(d < 0) or np.any(n1 <= 0) or np.any(n2 <= 0):
-        raise ValidationError("df must be >= 0 and the row counts > 0.")
     N = n1 + n2
     c = n2 / N
     scale = (1 - c) ** 2 * c / N

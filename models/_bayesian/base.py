@@ -27,10 +27,7 @@ from bayes_risk.data.provenance import model_id
 from bayes_risk.data.schema import SCHEMA, Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
 from bayes_risk.data.validate import check_m, require_frame, validate_table
-from bayes_risk.exceptions import (
-    NotFittedError,
-    ValidationError,
-)
+from bayes_risk.exceptions import ValidationError
 from bayes_risk.models._bayesian import convergence_report
 from bayes_risk.models._bayesian.design import record_dtypes
 from bayes_risk.models._bayesian.posterior import (
@@ -55,6 +52,7 @@ from bayes_risk.models._bayesian.sampling import (
 from bayes_risk.models._bayesian.timing import fit_clock, record_fit_time
 from bayes_risk.models.base import (
     BaseSynthesizer,
+    check_is_fitted,
     synthesized_columns,
 )
 from bayes_risk.models.persistence import load_bayesian, save_bayesian
@@ -232,13 +230,8 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         return {"draws": self.resolved_sampling.draws}
 
     def _check_fitted(self, method: str | None = None) -> None:
-        if getattr(self, "posterior_", None) is None or getattr(self, "schema_", None) is None:
-            before = f"'{method}'" if method else "using it"
-            raise NotFittedError(
-                f"This {type(self).__name__} instance is not fitted yet. Call 'fit' (or build it "
-                f"with 'from_posterior' / 'load') before {before}.",
-                code="NOT_FITTED"
-            )
+        check_is_fitted(self, ("posterior_", "schema_"), method=method,
+                        how="(or build it with 'from_posterior' / 'load')")
 
     @property
     def n_draws(self) -> int:

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import gammaln, log_expit, logsumexp
 
+from bayes_risk._constraints import Text, check_value
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import decode, encode
 from bayes_risk.exceptions import SchemaError, ValidationError
@@ -62,10 +63,7 @@ def parse_formula(formula: str, target: str | None = None) -> tuple[str | None, 
     ValidationError
         For anything else, naming the offending term.
     """
-    if not isinstance(formula, str) or not formula.strip():
-        raise ValidationError(
-            f"formula must be a non-empty string like 'y ~ x1 + x2'. Got {formula!r}."
-        )
+    check_value(formula, Text("a non-empty string like 'y ~ x1 + x2'"), "formula")
     lhs: str | None
     if "~" in formula:
         lhs, rhs = formula.split("~", 1)

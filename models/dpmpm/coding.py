@@ -12,7 +12,7 @@ import pandas as pd
 
 from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.schema import Schema
-from bayes_risk.data.validate import require_frame
+from bayes_risk.data.validate import require_columns, require_frame
 from bayes_risk.exceptions import SchemaError, on_command_line
 from bayes_risk.models.dpmpm.state import DPMPMState
 from bayes_risk.models.dpmpm.zeros import UNKNOWN
@@ -43,13 +43,7 @@ def check_categorical(schema: Schema) -> None:
 def encode(schema: Schema, df: pd.DataFrame, *, name: str = "records") -> np.ndarray:
     """Codes ``0..d_j-1`` of the levels of ``schema``; ``-1`` missing; ``-2`` a level the
     model was not fitted with."""
-    require_frame(df, name)
-    missing = [c for c in schema.names if c not in df.columns]
-    if missing:
-        raise SchemaError(
-            f"{name} is missing column(s) {missing}; expected columns {schema.names}.",
-            code="MISSING_COLUMN",
-        )
+    require_columns(require_frame(df, name), schema.names, name)
     out = np.empty((len(df), len(schema)), dtype=np.int64)
     for j, spec in enumerate(schema):
         lookup = {normalise_level(v): k for k, v in enumerate(spec.levels or ())}

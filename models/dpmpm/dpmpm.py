@@ -23,7 +23,7 @@ from bayes_risk._constraints import Interval, Options, SequenceOf, check_params,
 from bayes_risk._io import to_jsonable
 from bayes_risk._rng import RandomSeed
 from bayes_risk.data.schema import Schema
-from bayes_risk.exceptions import SchemaError, ValidationError, on_command_line
+from bayes_risk.exceptions import ValidationError, on_command_line
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models._bayesian.convergence import round_verdict
 from bayes_risk.models._bayesian.convergence_report import check_convergence, mcmc_run
@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.contract import ModelInfo
-from bayes_risk.data.validate import require_frame
+from bayes_risk.data.validate import require_columns, require_frame
 
 __all__ = ["DPMPM", "MODES", "SAMPLERS"]
 
@@ -470,9 +470,7 @@ class DPMPM(BayesianSynthesizer):
         for name, df in (("data", data), ("synthetic", synthetic)):
             require_frame(df, name)
             self.schema_.check_columns([c for c in names if c in df.columns], name)
-            missing = [c for c in names if c not in df.columns]
-            if missing:
-                raise SchemaError(f"{name} is missing column(s) {missing}.", code="MISSING_COLUMN")
+            require_columns(df, names, name)
         combined = pd.concat(
             [data[names].astype(object), synthetic[names].astype(object)], ignore_index=True
         )

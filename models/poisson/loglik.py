@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 import bayes_risk.models.poisson.kernels as pk
-from bayes_risk._constraints import Interval, check_value
+from bayes_risk._constraints import Interval, Options, check_value
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models._bayesian.design import NeighbourhoodUnavailable
@@ -92,11 +92,9 @@ def membership_mode(state: PoissonState, memberships: Any) -> Any:
                 "memberships='marginalised' applies to the posterior_class mode of MP only."
             )
         return memberships
-    if isinstance(memberships, str) and memberships not in ("map", "stored", "generating"):
-        raise ValidationError(
-            "memberships must be 'generating', 'map', 'stored' or an integer array. "
-            f"Got {memberships!r}."
-        )
+    if isinstance(memberships, str):  # else an integer array, checked where it is read
+        check_value(memberships, Options(("generating", "map", "stored"), listed=True),
+                    "memberships (or an integer array)")
     return memberships
 
 

@@ -11,8 +11,7 @@ import pandas as pd
 
 import bayes_risk.models.poisson.kernels as pk
 from bayes_risk.data.schema import Schema
-from bayes_risk.data.validate import require_frame, validate_table
-from bayes_risk.exceptions import SchemaError
+from bayes_risk.data.validate import require_columns, require_frame, validate_table
 from bayes_risk.models._bayesian.records import stacked_values
 from bayes_risk.models.poisson.fit import LATENT_GROUP
 
@@ -81,11 +80,7 @@ class PoissonState:
         values through (they have Poisson probability 0; candidates may hold them). Variant
         ``"mp"`` takes missing counts (NaN; its likelihoods sum them out)."""
         cols = self.columns
-        require_frame(df, name)
-        missing = [c for c in cols if c not in df.columns]
-        if missing:
-            raise SchemaError(f"{name} lacks the modelled count column(s) {missing}.",
-                              code="MISSING_COLUMN")
+        require_columns(require_frame(df, name), cols, name)
         schema = self.schema.select(cols)
         if not strict:
             schema = schema.with_types(**{c: "continuous" for c in cols})

@@ -8,13 +8,15 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from bayes_risk._constraints import InstanceOf, check_value
+from bayes_risk._constraints import InstanceOf, Text, check_value
 from bayes_risk.exceptions import ValidationError
 
 __all__ = ["approve_function", "function_path", "importable_path", "resolve_function"]
 
 _HOW = ("a function in an importable module (installed, or its folder on PYTHONPATH), named "
         "'module:function', e.g. 'my_models:income_model'")
+#: 'module:function', each a dotted name of identifiers
+_PATH = r"[^\W\d]\w*(\.[^\W\d]\w*)*:[^\W\d]\w*(\.[^\W\d]\w*)*"
 
 
 def resolve_function(model_function: Any) -> Callable[..., Any]:
@@ -32,13 +34,9 @@ def resolve_function(model_function: Any) -> Callable[..., Any]:
         raise ValidationError(
             f"model_function is required: {_HOW}, that takes the table and returns a "
             "pymc.Model (docs: user guide, Your own PyMC model).")
-    text = model_function if isinstance(model_function, str) else None
-    module, sep, name = (text or "").partition(":")
-    if not sep or not module or not name or not all(
-            part.isidentifier() for part in [*module.split("."), *name.split(".")]):
-        raise ValidationError(
-            f"model_function must be {_HOW}, or the function itself. Got {model_function!r}.",
-            code="MODEL_FUNCTION_UNAVAILABLE")
+    text = check_value(model_function, Text(f"{_HOW}, or the function itself", _PATH),
+                       "model_function", code="MODEL_FUNCTION_UNAVAILABLE")
+    module, _, name = text.partition(":")
     try:
         obj: Any = importlib.import_module(module)
     except ImportError as err:

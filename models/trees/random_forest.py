@@ -268,10 +268,8 @@ class RandomForestSynthesizer(TreeSynthesizer):
             check_value(sm, [Flag(), SequenceOf(COLUMN_NAMES.item, "numeric synthesized columns",
                                                 min_len=0)], "smoothing")
             out = list(dict.fromkeys(sm))
+            require_synthesized(out, cols, "smoothing", code="INVALID_ARGUMENT")
             for c in out:
-                if c not in cols:
-                    raise ValidationError(f"smoothing: column {c!r} is not synthesized "
-                                          f"(synthesized: {list(cols)}).", code="INVALID_ARGUMENT")
                 if schema[c].is_categorical:
                     raise ValidationError(
                         f"smoothing: column {c!r} is {schema[c].type}; kernel smoothing applies "

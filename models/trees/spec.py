@@ -12,9 +12,9 @@ from typing import Any
 import pandas as pd
 
 from bayes_risk._constraints import COLUMN_NAMES, Options, SequenceOf, check_value
-from bayes_risk.data.schema import Schema
+from bayes_risk.data.schema import Schema, check_names
 from bayes_risk.data.validate import require_distinct
-from bayes_risk.exceptions import CALLER, BayesRiskWarning, SchemaError, ValidationError, arg_name
+from bayes_risk.exceptions import CALLER, BayesRiskWarning, ValidationError, arg_name
 
 #: the spec's settings as its messages name them (on the command line, the options that set
 #: them: --method-per-column, --predictor-matrix)
@@ -168,9 +168,7 @@ class SynthesisSpec:
         given = self.predictor_matrix
         if given is not None:
             for row, preds in given.items():
-                _known(row, names, _PREDICTORS)
-                for p in preds:
-                    _known(p, names, _PREDICTORS)
+                check_names([row, *preds], names, _PREDICTORS)
         for c in synth:  # synthpop checks the types before a method without predictors changes
             _check_type(methods[c], c, schema)
         predictors: dict[str, list[str]] = {}
@@ -209,9 +207,7 @@ class SynthesisSpec:
         if not visit:
             raise ValidationError("no visit sequence: give the spec's visit_sequence, fit's "
                                   "synthesized, or a method per column.")
-        for c in visit:
-            _known(c, names, "visit_sequence")
-        return visit
+        return check_names(visit, names, "visit_sequence")
 
     def _methods(self, visit: list[str], names: list[str]) -> dict[str, str]:
         """Every column's method (syn.r: the first visited is "sample", unvisited ones "")."""
@@ -220,8 +216,8 @@ class SynthesisSpec:
         default = "cart" if given else self.method
         for k, c in enumerate(visit):
             methods[c] = given.get(c, "sample" if k == 0 and c not in given else default)
+        check_names(given, names, _METHOD)
         for c, v in given.items():
-            _known(c, names, _METHOD)
             if c not in visit and v != "":
                 raise ValidationError(f"{arg_name(_METHOD)}: column {c!r} has method {v!r} but is "
                                       f"not in the visit sequence {visit}; visit it, or give it "
@@ -232,12 +228,6 @@ class SynthesisSpec:
 def _check_method(value: Any, column: str | None) -> None:
     where = arg_name(_METHOD) + ("" if column is None else f" of column {column!r}")
     check_value(value, Options(METHODS), where)
-
-
-def _known(col: str, names: list[str], argument: str) -> None:
-    if col not in names:
-        raise SchemaError(f"{arg_name(argument)}: {col!r} is not a column of the data (columns: "
-                          f"{names}).", code="UNKNOWN_COLUMN")
 
 
 _NUMERIC = (lambda s: not s.is_categorical, "numeric columns",

@@ -151,7 +151,7 @@ def test_plugin_input_errors():
     for bad in (0, 2.5, True):
         with pytest.raises(ValidationError, match="n_bootstrap must be an integer >= 1"):
             CARTPlugin(cart, ce, n_bootstrap=bad)
-    with pytest.raises(ValidationError, match="did not synthesize"):
+    with pytest.raises(ValidationError, match="candidates: column .Age. is not synthesized"):
         CARTPlugin(cart, ce).plugin_loglik(0, pd.DataFrame({"Age": [1, 2]}), [ce])
 
 

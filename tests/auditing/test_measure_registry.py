@@ -137,7 +137,7 @@ def test_a_measure_declares_its_thresholds_in_its_own_file(toy, data, tmp_path):
     line moves across them), each checked against its range, listed in the settings table and
     under the verdict table with its source; unknown before the measure is registered."""
     orig, syn = data
-    with pytest.raises(ValidationError, match="unknown name 'copied_share'"):
+    with pytest.raises(ValidationError, match=r"for thresholds: \['copied_share'\]"):
         br.Thresholds(copied_share=60)
     register(toy.MEASURE)
     run = dict(known=KNOWN, random_seed=1, progressbar=False,

@@ -282,7 +282,7 @@ def test_out_given_a_link_says_it_is_a_link(at, capsys, tmp_path):
     (["disclosure", "wide.csv", "rel", "--keys", "Age", "--target", "Nope"],
      "UNKNOWN_COLUMN", "--target: column 'Nope'"),
     (["disclosure", "wide.csv", "rel", "--keys", "Age", "Age", "--target", "Tenure"],
-     "BAD_OPTION_VALUE", "--keys contain duplicated column(s)"),
+     "BAD_OPTION_VALUE", "--keys must be a non-empty sequence of column names, each listed once"),
     (["audit", "wide.csv", "rel", "--known", "Age", "Income", "--radius-type",
       "quantile-sd"], "OPTION_CONFLICT", "--radius-sweep none"),
     (["audit", "wide.csv", "rel", "--known", "Age", "Urban", "--target", "Age"],

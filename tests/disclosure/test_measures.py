@@ -278,7 +278,7 @@ def test_tcap_undefined_and_mostly_unique_warnings():
 
 # ---------------------------------------------------------------------------------- errors
 @pytest.mark.parametrize("kwargs, match", [
-    ({"keys": ["sex", "sex"]}, "duplicated"),
+    ({"keys": ["sex", "sex"]}, "each listed once"),
     ({"keys": []}, "non-empty"),
     ({"keys": ["sex", "inc"]}, "also among the keys"),
     ({"keys": ["sex", "agee"]}, "Did you mean 'age'"),

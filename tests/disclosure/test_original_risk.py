@@ -382,7 +382,7 @@ def test_plots_draw_on_the_given_axes():
     ({"keys": FKEYS, "sensitive": "nope"}, SchemaError, "sensitive: column"),
     ({"keys": FKEYS, "weights": "nope"}, SchemaError, "weights: column"),
     ({"keys": []}, ValidationError, "keys must be a non-empty sequence of column names"),
-    ({"keys": ["Key1", "Key1"]}, ValidationError, "duplicated"),
+    ({"keys": ["Key1", "Key1"]}, ValidationError, "each listed once"),
     ({"keys": FKEYS, "sensitive": "Key1"}, ValidationError, "also keys"),
     ({"keys": FKEYS, "method": "mc"}, ValidationError, "method must be"),
     ({"keys": FKEYS, "compat": "R"}, ValidationError, "compat must be"),

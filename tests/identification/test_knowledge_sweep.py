@@ -310,7 +310,7 @@ def test_synthesized_from_the_release_schema_and_given():
 
 def test_errors_name_the_argument():
     y, rel = _release(1, n=10, m=1)
-    with pytest.raises(ValidationError, match="candidates is empty"):
+    with pytest.raises(ValidationError, match="candidates must be a sequence of 1 to 20 candidate"):
         sweep(y, rel, candidates=[])
     with pytest.raises(ValidationError, match="more than once"):
         sweep(y, rel, candidates=["a", "a"])

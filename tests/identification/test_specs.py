@@ -84,7 +84,7 @@ def test_match_spec_holds_its_fields():
     (dict(target_id="id"), "PopulationSpec.target_id names the id column of the targets"),
     # checked by the spec since the command line's own checks went (issue 65)
     (dict(targets=pd.DataFrame({"id": [1]})), "PopulationSpec.targets needs target_id"),
-    (dict(membership="unknown", counts="loglinear"), "PopulationSpec.counts must be true counts"),
+    (dict(membership="unknown", counts="loglinear"), "PopulationSpec.counts given as text must be"),
 ])
 def test_population_spec_errors_name_the_field(kw, pattern):
     with pytest.raises(ValidationError, match=pattern):

@@ -112,7 +112,7 @@ def test_bad_specifications_are_refused_when_built(kw, match):
      "method 'normrank' is for numeric"),
     ({"method": {"Tenure": "sample", "Income": "polr"}}, None, ValidationError,
      "method 'polr' is for categorical"),
-    ({"visit_sequence": ["Incme"]}, None, SchemaError, "'Incme' is not a column"),
+    ({"visit_sequence": ["Incme"]}, None, SchemaError, "column 'Incme' is not in the data"),
     ({"visit_sequence": ["Tenure", "Income"]}, ["Income"], ValidationError, "differ"),
     ({"method": {"Age": "cart"}, "visit_sequence": ["Income"]}, None, ValidationError,
      "not in the visit sequence"),

@@ -16,7 +16,7 @@ from bayes_risk._constraints import Interval, check_value
 from bayes_risk._memory import working_bytes
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk.contract import ModelInfo
-from bayes_risk.data.validate import require_frame
+from bayes_risk.data.validate import require_frame, require_synthesized
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.trees.cart_polya import PolyaTables
 from bayes_risk.models.trees.missing import design_inputs, kind_codes
@@ -140,11 +140,8 @@ class PluginBase:
             self._cache_owner = synthetic
 
     def _check_varying(self, candidates: pd.DataFrame) -> None:
-        for c in candidates.columns:
-            if c not in self.schema_.synthesized:
-                raise ValidationError(
-                    f"candidates vary column {c!r}, which the synthesizer did not synthesize "
-                    f"(synthesized: {self.schema_.synthesized}).")
+        require_synthesized(candidates.columns, self.schema_.synthesized, "candidates",
+                            note="; only the synthesized columns vary")
 
     def _candidate_rows(self, i: int, candidates: pd.DataFrame) -> pd.DataFrame:
         self._check_varying(candidates)
