@@ -13,6 +13,11 @@ __all__ = ["run"]
 def run(args: argparse.Namespace) -> int:
     """Fit the model, save it and print a summary; the model's capabilities decide the path
     (memory check and convergence summary for MCMC models)."""
+    from bayes_risk._memory import lean_process
+
+    # pyarrow with the system allocator before the table is read: its own pool kept about
+    # 8 MiB of the reading's buffers to the end of the fit (NYexample's DPMPM fit)
+    lean_process(blas_threads=True)
     import numpy as np
 
     from bayes_risk._lazy import overlap

@@ -354,3 +354,27 @@ def test_fit_output_is_the_same_without_the_background_imports(tmp_path, csv, mo
             assert list(a[g].data_vars) == list(b[g].data_vars)
             for v in a[g].data_vars:
                 assert a[g][v].values.tobytes() == b[g][v].values.tobytes(), (g, v)
+
+
+def test_fit_reads_with_the_system_allocator(tmp_path, csv):
+    """``bayes-risk fit`` loads pyarrow with the C library's allocator before reading the table
+    (pyarrow's own pool kept about 8 MiB of the reading's buffers through the fit)."""
+    import os
+    import subprocess
+    import sys
+
+    path, _ = csv
+    code = f"""
+import contextlib, io, warnings
+warnings.simplefilter("ignore")
+from bayes_risk.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    assert main(["fit", {str(path)!r}, *{BASE!r}, "--chains", "1", "--out", "out"]) == 0
+import pyarrow
+print(pyarrow.default_memory_pool().backend_name)
+"""
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                         text=True, check=True, env=env)
+    assert out.stdout.split("\n")[0] == "system", out.stdout + out.stderr
+    assert (tmp_path / "out" / "posterior.nc").is_file()
