@@ -14,14 +14,7 @@ from bayes_risk._thresholds import builtin_thresholds
 from bayes_risk.attacks.singling_out import singling_out_risk
 from bayes_risk.auditing import remedies
 from bayes_risk.auditing.context import StepContext, ran, step_folder, write_table
-from bayes_risk.auditing.outcome import (
-    Measure,
-    Need,
-    StepCost,
-    StepFigure,
-    StepOutcome,
-    step_file,
-)
+from bayes_risk.auditing.outcome import Measure, Need, StepCost, StepFigure, StepOutcome, step_file
 from bayes_risk.auditing.plan import ATTACK_OPTIONS, AuditPlan
 from bayes_risk.auditing.report_blocks import (
     Links,
@@ -93,9 +86,8 @@ def attacks_step(ctx: StepContext) -> StepOutcome:
         parts = ("singling_out", "linkability", "inference")
         names = sorted([*tables, *figures],
                        key=lambda f: next(i for i, a in enumerate(parts) if f.startswith(a)))
-        for name in names:
-            if name in tables:
-                write_table(ctx, tables[name], folder / name)
+        for name, frame in tables.items():
+            write_table(ctx, frame, folder / name)
         files = ["summary.json", *names]
     result: dict[str, Any] = {"singling_out": run.singling_out, "linkability": run.linkability,
                               "inference": run.inference}

@@ -20,14 +20,7 @@ from bayes_risk.auditing.context import (
     step_folder,
     write_table,
 )
-from bayes_risk.auditing.outcome import (
-    Measure,
-    Need,
-    StepCost,
-    StepFigure,
-    StepOutcome,
-    step_file,
-)
+from bayes_risk.auditing.outcome import Measure, Need, StepCost, StepFigure, StepOutcome, step_file
 from bayes_risk.auditing.plan import AuditPlan, reads_likelihood
 from bayes_risk.auditing.report_blocks import (
     Links,
