@@ -11,11 +11,11 @@ import functools
 
 from bayes_risk._constraints import InstanceOf, check_value
 from bayes_risk._thresholds import Threshold
-from bayes_risk.auditing.outcome import Contributions, Measure, Need, StepCost, Work
+from bayes_risk.auditing.outcome import Contributions, Measure, Need, StepCost, StepFigure, Work
 from bayes_risk.exceptions import ValidationError
 
-__all__ = ["GROUP", "Contributions", "Measure", "Need", "StepCost", "Threshold", "Work",
-           "get_measure", "measures", "register", "unregister"]
+__all__ = ["GROUP", "Contributions", "Measure", "Need", "StepCost", "StepFigure", "Threshold",
+           "Work", "get_measure", "measures", "register", "unregister"]
 
 #: the entry-point group third-party measures are registered in
 GROUP = "bayes_risk.measures"

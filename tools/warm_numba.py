@@ -157,7 +157,8 @@ def search_paths(folder: Path) -> None:
 
 def models_paths(folder: Path) -> None:
     """The random forest's routing of a loaded forest, synthpop's rf column (a forest grown as
-    randomForest grows it), CART's compiled routing (its plug-in), the Poisson mixture's
+    randomForest grows it), CART's compiled routing (its plug-in, and a smoothed CART's: the
+    audit of a release made with --smoothing compiled those in the suite), the Poisson mixture's
     record likelihoods and augmented fits (attribute risk), the DPMPM's tempered sweep, its
     sweep with structural zeros and the regime evidence's collapsed chain."""
     import bayes_risk as br
@@ -187,6 +188,13 @@ def models_paths(folder: Path) -> None:
     cart = CARTSynthesizer().fit(cat, schema=schema, synthesized=["s", "x"], random_seed=1)
     br.attribute_risk(cat, cart.synthesize(1, random_seed=2), model=br.CARTPlugin(cart, cat),
                       records=[0, 1], random_seed=1, progressbar=False)
+    # the Monte Carlo terms of kernel-smoothed leaves, and a rounded column's intervals
+    rounded = cat.assign(x=cat["x"].round(1))
+    smooth = CARTSynthesizer(smoothing=True).fit(rounded, schema=schema, synthesized=["s", "x"],
+                                                 random_seed=1)
+    br.attribute_risk(rounded, smooth.synthesize(1, random_seed=2),
+                      model=br.CARTPlugin(smooth, rounded), records=[0, 1], random_seed=1,
+                      progressbar=False)
     counts = y[["a", "s"]]
     mix = PoissonMixture(n_components=3, sampling=Sampling(tune=10, draws=20, chains=2),
                          progressbar=False).fit(

@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from bayes_risk._io import write_json
-from bayes_risk.auditing.outcome import StepOutcome
+from bayes_risk.auditing.outcome import StepFigure, StepOutcome
 from bayes_risk.auditing.plan import AuditPlan, radius_text
 
 __all__ = ["add_run_warnings", "aligned_columns", "identification_kwargs", "loaded_model",
@@ -169,11 +169,19 @@ def write_table(ctx: StepContext, frame: pd.DataFrame, path: Path, *, index: boo
         shown.to_csv(path, index=index)
 
 
-def ran(name: str, result: Any, folder: Path | None, files: list[str],
-        **extra: Any) -> StepOutcome:
-    """The outcome of step ``name`` that ran, its ``files`` in ``folder`` (``None``: none)."""
+def ran(name: str, result: Any, folder: Path | None, files: list[str], *,
+        figures: dict[str, StepFigure] | None = None, **extra: Any) -> StepOutcome:
+    """The outcome of step ``name`` that ran, its ``files`` in ``folder`` (``None``: none);
+    its ``figures`` (file name -> :class:`StepFigure`) are drawn into ``folder`` now, listed
+    where ``files`` names them, else after them."""
+    figures = figures or {}
+    if folder is not None:
+        for file, fig in figures.items():
+            fig.save(folder / file)
+        files = [*files, *(f for f in figures if f not in files)]
     return StepOutcome(name=name, status="ran", result=result,
-                       folder=name if folder is not None else None, files=files, extra=extra)
+                       folder=name if folder is not None else None, files=files, extra=extra,
+                       figures=figures)
 
 
 def skipped(name: str, reason: str, **extra: Any) -> StepOutcome:

@@ -15,8 +15,8 @@ from bayes_risk.exceptions import ValidationError
 if TYPE_CHECKING:  # the plan's module imports pandas; bayes_risk.measures stays light
     from bayes_risk.auditing.plan import AuditPlan
 
-__all__ = ["README_SIZES", "Contributions", "Measure", "Need", "StepCost", "StepOutcome", "Work",
-           "step_file", "where_text"]
+__all__ = ["README_SIZES", "Contributions", "Measure", "Need", "StepCost", "StepFigure",
+           "StepOutcome", "Work", "step_file", "where_text"]
 
 
 @dataclass(frozen=True)
@@ -295,6 +295,21 @@ class Measure:
                     code="MEASURE_BROKEN")
 
 
+@dataclass(frozen=True)
+class StepFigure:
+    """A figure of a step, drawn in one place: ``draw()`` makes the matplotlib Figure, which
+    the step saves at ``dpi`` into its folder (``ran(..., figures={file: StepFigure(draw)})``)
+    and the report shows from that file (``links.step_figure(s, file, caption)`` in the
+    step's section; drawn for the report only when the audit wrote no files)."""
+
+    draw: Callable[[], Any]
+    dpi: int = 100
+
+    def save(self, path: Any) -> None:
+        """Draw the figure into the PNG file ``path``."""
+        self.draw().savefig(path, dpi=self.dpi)
+
+
 @dataclass
 class StepOutcome:
     """One step of an audit.
@@ -318,6 +333,9 @@ class StepOutcome:
     where : dict
         Where the step ran (:func:`bayes_risk.executors.describe`, and ``part``: what of the
         step ran on the audit's executor, the rest in process); empty for a skipped step.
+    figures : dict of str to StepFigure
+        The step's figures by file name in ``folder`` (written there when the audit writes
+        files): what the report shows.
     """
 
     name: str
@@ -331,6 +349,7 @@ class StepOutcome:
     title: str = ""
     where: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict, repr=False)
+    figures: dict[str, StepFigure] = field(default_factory=dict, repr=False)
 
 
 def where_text(s: StepOutcome) -> str:

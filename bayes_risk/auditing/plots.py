@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["utility_risk_figure", "verdict_figure",
-           "figure_png", "png_data_uri", "RISK_PANELS_PER_ROW"]
+           "figure_png", "png_data_uri", "shown_width", "REPORT_DPI", "RISK_PANELS_PER_ROW"]
 
 
 def _plt() -> Any:
@@ -24,7 +24,11 @@ def _plt() -> Any:
     return plt
 
 
-def figure_png(fig: Any, dpi: int = 80) -> bytes:
+#: the resolution of the report's figures: a figure's inches at 80 CSS pixels each
+REPORT_DPI = 80
+
+
+def figure_png(fig: Any, dpi: int = REPORT_DPI) -> bytes:
     """The figure as PNG bytes (closes the figure)."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi)
@@ -35,6 +39,16 @@ def figure_png(fig: Any, dpi: int = 80) -> bytes:
 def png_data_uri(png: bytes) -> str:
     """PNG bytes as a ``data:image/png;base64,…`` URI."""
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+def shown_width(png: bytes) -> int:
+    """The width in pixels of a PNG at :data:`REPORT_DPI`, from the resolution it was saved at
+    (matplotlib records it): a figure the same size in the report whatever its file's dpi."""
+    from PIL import Image
+
+    with Image.open(io.BytesIO(png)) as im:
+        dpi = float(im.info.get("dpi", (REPORT_DPI,))[0])
+        return round(im.width * REPORT_DPI / dpi)
 
 
 #: the most characters of a name a figure shows (longer ones are unreadable and slow)

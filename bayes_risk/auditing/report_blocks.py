@@ -54,6 +54,8 @@ class Block:
     fold: bool = True
     #: a figure shown the width of the page (the utility-and-risk panels)
     wide: bool = False
+    #: the figure's width in the HTML report, in CSS pixels
+    width: int | None = None
 
 
 @dataclass
@@ -109,8 +111,9 @@ class Links:
                 Span(f" of {n:,} {noun}")]
 
     def figure(self, draw: Callable[[], Any], name: str, caption: str) -> Block:
-        """The block of the figure ``draw()`` makes, drawn once per result."""
-        from bayes_risk.auditing.plots import figure_png, png_data_uri
+        """The block of the figure ``draw()`` makes, drawn once per result (a figure of the
+        report's own; a step's: :meth:`step_figure`)."""
+        from bayes_risk.auditing.plots import figure_png
 
         key = (name, self._uses.get(name, 0))
         self._uses[name] = key[1] + 1
@@ -124,7 +127,27 @@ class Links:
                 name = f"{stem}_{key[1] + 1}{dot}{ext}" if dot else f"{name}_{key[1] + 1}"
             self.figures.append((name, png))
             return Block("figure", file=quote(f"{self.fig_dir}/{name}"), caption=caption)
-        return Block("figure", uri=png_data_uri(png), caption=caption)
+        return _embedded(png, caption)
+
+    def step_figure(self, s: Any, name: str, caption: str) -> Block:
+        """The block of step ``s``'s figure ``name`` (:attr:`StepOutcome.figures`): the PNG
+        the step wrote, embedded in the HTML report and linked from the Markdown one; drawn
+        only when the audit wrote no files (or they are gone)."""
+        rel = step_file(s, name)
+        path = None if rel is None or self.root is None else Path(self.root) / rel
+        if path is None or not path.is_file():
+            return self.figure(s.figures[name].draw, name, caption)
+        if self.fmt == "md":
+            return Block("figure", file=self.href(rel) or "", caption=caption)
+        return _embedded(path.read_bytes(), caption)
+
+
+def _embedded(png: bytes, caption: str) -> Block:
+    """A figure of the HTML report: the PNG as a data URI, shown at its width at the report's
+    resolution (a step's figure is saved finer)."""
+    from bayes_risk.auditing.plots import png_data_uri, shown_width
+
+    return Block("figure", uri=png_data_uri(png), caption=caption, width=shown_width(png))
 
 
 #: columns holding record numbers or dataset numbers: shown as plain integers

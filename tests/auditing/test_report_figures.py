@@ -1,12 +1,16 @@
-"""The audit report's figures are drawn once per result: a second report (HTML or Markdown, as
-``bayes-risk audit`` writes both) reuses their PNGs, byte for byte what drawing them again gives,
-and a result that changed draws them again. The verdict lines, which the reports, the printed
-verdict and ``summary.json`` read about a hundred times, are computed once in the same way."""
+"""The audit report's figures are drawn once: a figure a step saved is the file the report shows
+(not drawn again); the report's own figures are drawn once per result, a second report (HTML or
+Markdown, as ``bayes-risk audit`` writes both) reusing their PNGs, byte for byte what drawing them
+again gives, and a result that changed draws them again. The verdict lines, which the reports,
+the printed verdict and ``summary.json`` read about a hundred times, are computed once in the
+same way."""
 
 from __future__ import annotations
 
 import copy
+import os
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -21,8 +25,9 @@ CATS = ["Urban", "Marital", "Tenure"]
 
 @pytest.fixture(scope="module")
 def audited(tmp_path_factory):
-    """A CE-like table, a CART release of it (m = 2) and its audit: marginal figures,
-    the radius sweep and the attribute step's figures (two: no k-hat under the plug-in)."""
+    """A CE-like table, a CART release of it (m = 2) and its audit, its files in a folder:
+    marginal figures, the radius sweep and the attribute step's figures (two shown: no k-hat
+    under the plug-in)."""
     d = tmp_path_factory.mktemp("release")
     orig = d / "orig.csv"
     br.make_ce_like(160, random_seed=5).to_csv(orig, index=False)
@@ -32,7 +37,7 @@ def audited(tmp_path_factory):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return br.audit(str(orig), str(d / "syn"), known=["Age", "Urban", "Marital"],
-                        random_seed=2, progressbar=False,
+                        random_seed=2, progressbar=False, out=d / "audit",
                         settings=br.AuditSettings(attribute_records=range(10),
                                                   skip=["posterior_identification"]))
 
@@ -51,8 +56,35 @@ def drawn(monkeypatch):
     return calls
 
 
+def test_the_report_shows_the_figures_the_steps_wrote(audited, drawn, tmp_path):
+    """A step's figure is drawn once, by the step: the HTML report embeds the PNG it wrote
+    (shown at the width the figure has at the report's 80 dpi), the Markdown report links it,
+    and the reports draw their own figures alone."""
+    res = copy.copy(audited)
+    html = res.to_html(tmp_path / "a.html").read_text()
+    md = res.to_markdown(tmp_path / "a.md").read_text()
+    root = Path(res.root)
+    # 6 by 4 inches at 100 dpi; the radius search 6.5 by 4.5 at 120
+    for folder, name, width in (("attribute", "p_true_hist.png", 480),
+                                ("attribute", "rank_hist.png", 480),
+                                ("identification", "radius_search.png", 520)):
+        png = (root / folder / name).read_bytes()
+        assert f'<img src="{plots.png_data_uri(png)}" width="{width}"' in html, name
+        assert f"]({Path(os.path.relpath(root, tmp_path)).as_posix()}/{folder}/{name})" in md
+    own = sorted(p.name for p in (tmp_path / "a_figures").iterdir())
+    assert len(drawn) == len(own) and "utility_compare.png" in own
+    assert not set(own) & {f for s in res.steps for f in s.figures}
+    # the figures of record are the report's: the rank figure the step saved draws the
+    # threshold of the verdict's line, the radius search that of the expected match rate
+    for step, name, text in (("attribute", "rank_hist.png", "threshold of the share ranked"),
+                             ("identification", "radius_search.png", "threshold: expected")):
+        fig = res.step(step).figures[name].draw()
+        assert any(text in t.get_text() for t in _texts(fig)), name
+
+
 def test_second_report_reuses_the_figures_with_the_same_bytes(audited, drawn, tmp_path):
     res = copy.copy(audited)  # a result of its own (no figures drawn yet)
+    res.root = None  # its files not found: the steps' figures are drawn for the report
     first = res.to_html(tmp_path / "a.html").read_bytes()
     n = len(drawn)
     assert n >= 5  # marginals, radius sweep, the attribute step's figures

@@ -14,7 +14,7 @@ from bayes_risk._thresholds import builtin_thresholds
 from bayes_risk.attacks.singling_out import singling_out_risk
 from bayes_risk.auditing import remedies
 from bayes_risk.auditing.context import StepContext, ran, step_folder, write_table
-from bayes_risk.auditing.outcome import Measure, Need, StepCost, StepOutcome, step_file
+from bayes_risk.auditing.outcome import Measure, Need, StepCost, StepFigure, StepOutcome, step_file
 from bayes_risk.auditing.plan import ATTACK_OPTIONS, AuditPlan
 from bayes_risk.auditing.report_blocks import (
     Links,
@@ -76,26 +76,25 @@ def attacks_step(ctx: StepContext) -> StepOutcome:
                       n_attacks=int(opts["n_attacks"]))
     folder = step_folder(ctx, "attacks")
     files: list[str] = []
+    tables, figures = run.files()
     if folder is not None:
         d = run.to_dict()
         # why linkability did not run, beside it: the summary's keys in their former order
         write_json(folder / "summary.json", {k: d[k] for k in ("measure", "singling_out",
                                                                "linkability")}
                    | {"linkability_not_run": why_not} | d)
-        tables, figures = run.files()
         # each attack's files together, its figure last (stable sort)
         parts = ("singling_out", "linkability", "inference")
         names = sorted([*tables, *figures],
                        key=lambda f: next(i for i, a in enumerate(parts) if f.startswith(a)))
-        for name in names:
-            if name in tables:
-                write_table(ctx, tables[name], folder / name)
-            else:
-                plot_figure(*figures[name]).savefig(folder / name, dpi=100)
+        for name, frame in tables.items():
+            write_table(ctx, frame, folder / name)
         files = ["summary.json", *names]
     result: dict[str, Any] = {"singling_out": run.singling_out, "linkability": run.linkability,
                               "inference": run.inference}
-    return ran("attacks", result, folder, files, linkability_not_run=why_not)
+    return ran("attacks", result, folder, files,
+               figures={name: StepFigure(partial(plot_figure, *fig))
+                        for name, fig in figures.items()}, linkability_not_run=why_not)
 
 
 #: what the anonymeter lines take as the worst case over their intruder's choices
@@ -217,8 +216,8 @@ def attacks_section(sec: Section, s: Any, result: Any, links: Links) -> None:
                                   step_file(s, "singling_out.csv"),
                                   "Singling out: predicates that match exactly one synthetic row, "
                                   "and how often they single out a record (rates)"))
-    sec.blocks.append(links.figure(lambda: plot_figure(so, "risk"), "attacks_singling_out.png",
-                                   "Singling-out risk per dataset and mode, with its interval"))
+    sec.blocks.append(links.step_figure(s, "singling_out.png", "Singling-out risk per dataset "
+                                        "and mode, with its interval"))
     if lk is None:
         sec.p(f"Linkability was not run: {s.extra.get('linkability_not_run')}.")
     else:
@@ -230,10 +229,8 @@ def attacks_section(sec: Section, s: Any, result: Any, links: Links) -> None:
                                       step_file(s, "linkability.csv"),
                                       "Linkability: records relinked through the nearest synthetic "
                                       "rows (rates)"))
-        sec.blocks.append(links.figure(lambda: plot_figure(lk, "risk"),
-                                       "attacks_linkability.png",
-                                       "Linkability risk per dataset and number of neighbours, "
-                                       "with its interval"))
+        sec.blocks.append(links.step_figure(s, "linkability.png", "Linkability risk per dataset "
+                                            "and number of neighbours, with its interval"))
     inf = s.result.get("inference")
     if inf is None:
         return
@@ -246,8 +243,8 @@ def attacks_section(sec: Section, s: Any, result: Any, links: Links) -> None:
     sec.blocks.append(table_block(inf.summary().tables["risk"], links,
                                   step_file(s, "inference.csv"), "Inference: secrets guessed "
                                   "right from the nearest synthetic row (rates)"))
-    sec.blocks.append(links.figure(lambda: plot_figure(inf, "risk"), "attacks_inference.png",
-                                   "Inference risk per dataset and secret, with its interval"))
+    sec.blocks.append(links.step_figure(s, "inference.png", "Inference risk per dataset and "
+                                        "secret, with its interval"))
 
 
 def attacks_settings(plan: AuditPlan) -> None:

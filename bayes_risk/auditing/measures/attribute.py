@@ -41,7 +41,7 @@ from bayes_risk.auditing.measures._attribute_lines import (
     evidence_opening,
     privacy_words,
 )
-from bayes_risk.auditing.outcome import Measure, StepOutcome, step_file
+from bayes_risk.auditing.outcome import Measure, StepFigure, StepOutcome, step_file
 from bayes_risk.auditing.plan import AuditPlan, post_processed, post_processing, skip_arg
 from bayes_risk.auditing.report_blocks import (
     TOP_N,
@@ -137,24 +137,25 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
     summary["inputs"] = {"model": p.attribute_source}
     if curve is None and curve_note is not None:
         summary["known_curve"] = {"not_computed": curve_note}
+    # the rank figure shows the threshold of the share ranked first, the verdict's line
+    marked = {"rank": {"prop_top_threshold": p.thresholds.prop_top * 100}}
+    figures = {name: StepFigure(partial(plot_figure, res, kind, **marked.get(kind, {})))
+               for kind, name, _ in ATTRIBUTE_FIGURES}
     folder = step_folder(ctx, "attribute")
     files: list[str] = []
     if folder is not None:
         # column "record"; with the Bayes factors of the true values
         write_table(ctx, res.to_dataframe(), folder / "records.csv", index=True)
         write_json(folder / "summary.json", summary)
-        files = ["records.csv", "summary.json"]
-        for kind, name, _ in ATTRIBUTE_FIGURES:
-            plot_figure(res, kind).savefig(folder / name, dpi=100)
-            files.append(name)
+        files = ["records.csv", "summary.json", *figures]
         if aks is not None:
             files += write_known_sweep(ctx, aks, folder)
         if curve is not None:
             write_table(ctx, curve.table, folder / "known_curve.csv", fast=True)
             files.append("known_curve.csv")
     # mcmc_warnings: the fits' failed checks, also of a model fitted earlier
-    return ran("attribute", res, folder, files, summary=summary, qi=shown_known_values(ctx),
-               drivers=drivers,
+    return ran("attribute", res, folder, files, figures=figures, summary=summary,
+               qi=shown_known_values(ctx), drivers=drivers,
                known_sweep=aks, known_curve=curve, known_curve_note=curve_note,
                mcmc_warnings=list((res.mcmc or {}).get("warnings", [])))
 
@@ -299,11 +300,7 @@ def attribute_section(sec: Section, s: Any, result: Any, links: Links) -> None:
                   "posterior draws, so there are no importance weights whose tail k̂ could "
                   "measure (its Monte Carlo error is checked record by record instead).")
             continue
-        # the rank figure shows the threshold of the share ranked first, the verdict's line
-        opts = ({"prop_top_threshold": result.plan.thresholds.prop_top * 100}
-                if kind == "rank" else {})
-        sec.blocks.append(links.figure(lambda kind=kind, opts=opts: plot_figure(
-            s.result, kind, **opts), name, cap))
+        sec.blocks.append(links.step_figure(s, name, cap))
     ks = s.extra.get("known_sweep")
     if ks is not None:
         known_sweep_blocks(

@@ -5,6 +5,7 @@ columns, the release alone), its verdict line and its report section, named by i
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from bayes_risk._io import write_json
@@ -24,6 +25,7 @@ from bayes_risk.auditing.outcome import (
     Measure,
     Need,
     StepCost,
+    StepFigure,
     StepOutcome,
     Work,
     step_file,
@@ -57,9 +59,10 @@ def closest_match_step(ctx: StepContext) -> StepOutcome:
     if folder is not None:
         write_table(ctx, res.to_dataframe(), folder / "closest_match.csv")
         write_json(folder / "summary.json", summary)
-        plot_figure(res, "datasets").savefig(folder / "closest_match.png", dpi=100)
-        files = ["closest_match.csv", "summary.json", "closest_match.png"]
-    return ran("closest_match", res, folder, files, summary=summary)
+        files = ["closest_match.csv", "summary.json"]
+    figure = StepFigure(partial(plot_figure, res, "datasets"))
+    return ran("closest_match", res, folder, files, figures={"closest_match.png": figure},
+               summary=summary)
 
 
 def _cause(plan: AuditPlan, res: Any) -> tuple[str, list[str]]:
@@ -108,8 +111,8 @@ def closest_match_section(sec: Section, s: Any, result: Any, links: Links) -> No
           f" ({res.strategy}; 95 % Wilson interval ", links.pct(lo, src), "–",
           links.pct(hi, src), "); pooled over the datasets ", links.pct(res.pooled, src),
           "; a random guess ", links.pct(res.random_guess, src), ".")
-    sec.blocks.append(links.figure(lambda: plot_figure(res, "datasets"), "closest_match.png",
-                                   "Records matched to their own released row, per dataset"))
+    sec.blocks.append(links.step_figure(s, "closest_match.png",
+                                        "Records matched to their own released row, per dataset"))
 
 
 def _closest_block() -> int:

@@ -43,7 +43,7 @@ from bayes_risk.auditing.measures._identification_lines import (
     posterior_reading,
     search_caveats,
 )
-from bayes_risk.auditing.outcome import Measure, StepOutcome, step_file
+from bayes_risk.auditing.outcome import Measure, StepFigure, StepOutcome, step_file
 from bayes_risk.auditing.plan import AuditPlan, post_processing, radius_text
 from bayes_risk.auditing.report_blocks import (
     TOP_N,
@@ -123,24 +123,25 @@ def identification_step(ctx: StepContext) -> StepOutcome:
         d["given_selection"] = given
     if ksweep is not None:
         d["known_sweep"] = ksweep.to_dict()
+    # the radius search with the threshold of the expected match rate, the verdict's line (the
+    # report draws the knowledge sweep's figures itself)
+    figures = {} if sweep is None else {"radius_search.png": StepFigure(partial(
+        plot_figure, sweep, "profile", rate_threshold=p.thresholds.expected_match_rate * 100,
+        n_targets=int(res.file["n_targets"])), dpi=120)}
     folder = step_folder(ctx, "identification")
     files: list[str] = []
     if folder is not None:
-        # the records at the radii the verdict reads (the worst case), else at the one given;
-        # the report draws the knowledge sweep's figures itself
-        tables, figures = per.files()
+        # the records at the radii the verdict reads (the worst case), else at the one given
+        tables, _ = per.files()
         if pooled.search is not None:
             tables["radius_search_pooled.csv"] = pooled.search.to_frame()
-        figures = {k: v for k, v in figures.items() if k == "radius_search.png"}
         for name in ("records.csv", "summary.json", "radius_search.csv", "radius_search.png",
                      "radius_search_pooled.csv"):
             if name == "summary.json":
                 write_json(folder / name, d)
             elif name in tables:
                 write_table(ctx, tables[name], folder / name, fast=name in LARGE_TABLES)
-            elif name in figures:
-                plot_figure(*figures[name]).savefig(folder / name, dpi=120)
-            else:
+            elif name not in figures:
                 continue
             files.append(name)
         if ksweep is not None:
@@ -153,7 +154,8 @@ def identification_step(ctx: StepContext) -> StepOutcome:
         note = (f"radius search not run ({arg_name('sweep', 'None', cli='none')}): the figures "
                 f"are at {radius_text(p.radius)}, not the worst case over the radii "
                 "(RADIUS_NOT_SEARCHED)")
-    return ran("identification", res, folder, files, sweep=sweep, at_r_star=at_star,
+    return ran("identification", res, folder, files, figures=figures, sweep=sweep,
+               at_r_star=at_star,
                note=note, qi=shown_known_values(ctx), pooled=pooled, known_sweep=ksweep,
                # the run's shared state: the posterior step, after this one, leaves there the
                # figures of the same intruder that the verdict lines read with this step's
@@ -342,13 +344,10 @@ def identification_section(sec: Section, s: Any, result: Any, links: Links) -> N
         f"{plan.m} datasets of the measures of an intruder who holds one." + verdict_reads))
     if sw is not None:
         ssrc = step_file(s, "radius_search.csv")
-        sec.blocks.append(links.figure(
-            lambda: plot_figure(sw, "profile",
-                                rate_threshold=plan.thresholds.expected_match_rate * 100,
-                                n_targets=n), "radius_search.png",
-            "Expected match risk by the radius of each searched column, the others held at "
-            "the worst case (the band: the range over the datasets; the ring: the maximum; "
-            "the dashed line: the verdict's threshold)"))
+        sec.blocks.append(links.step_figure(
+            s, "radius_search.png", "Expected match risk by the radius of each searched column, "
+            "the others held at the worst case (the band: the range over the datasets; the "
+            "ring: the maximum; the dashed line: the verdict's threshold)"))
         sec.p(*_search_sentence(sw, plan, n, ssrc, links))
         given = ("Hornby & Hu's convention" if plan.radius_source == "default"
                  else "the radius given")

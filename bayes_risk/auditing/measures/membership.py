@@ -3,6 +3,7 @@ line and its report section, named by its record ``MEASURE`` (:doc:`/adding_a_me
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,7 @@ from bayes_risk.auditing.context import (
     step_folder,
     write_table,
 )
-from bayes_risk.auditing.outcome import Measure, Need, StepCost, StepOutcome, step_file
+from bayes_risk.auditing.outcome import Measure, Need, StepCost, StepFigure, StepOutcome, step_file
 from bayes_risk.auditing.plan import AuditPlan, reads_likelihood
 from bayes_risk.auditing.report_blocks import (
     Links,
@@ -101,10 +102,9 @@ def membership_step(ctx: StepContext) -> StepOutcome:
         write_table(ctx, res.records, folder / "records.csv", index=True)
         write_json(folder / "summary.json", summary)
         files = ["records.csv", "summary.json"]
-        for kind, name in (("p_member", "p_member_hist.png"), ("roc", "roc.png")):
-            plot_figure(res, kind).savefig(folder / name, dpi=100)
-            files.append(name)
-    return ran("membership", res, folder, files, summary=summary)
+    figures = {name: StepFigure(partial(plot_figure, res, kind))
+               for kind, name in (("p_member", "p_member_hist.png"), ("roc", "roc.png"))}
+    return ran("membership", res, folder, files, figures=figures, summary=summary)
 
 
 #: what the membership lines take as the worst case over their intruder's choices
@@ -188,8 +188,8 @@ def membership_section(sec: Section, s: Any, result: Any, links: Links) -> None:
               links.num(us.get("share_non_members_matching"), src), ".")
     sec.p("Flagged targets (left out of the figures above): ", links.num(f.get("n_flagged"), src),
           ".")
-    sec.blocks.append(links.figure(lambda: plot_figure(s.result, "roc"), "membership_roc.png",
-                                   "ROC of the Bayesian score and of the distance baseline"))
+    sec.blocks.append(links.step_figure(s, "roc.png", "ROC of the Bayesian score and of the "
+                                        "distance baseline"))
 
 
 def membership_settings(plan: AuditPlan) -> None:

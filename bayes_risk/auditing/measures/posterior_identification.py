@@ -4,6 +4,7 @@ verdict line (:doc:`/adding_a_measure`)."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,7 @@ from bayes_risk.auditing.outcome import (
     Measure,
     Need,
     StepCost,
+    StepFigure,
     StepOutcome,
     Work,
     step_file,
@@ -152,9 +154,10 @@ def posterior_identification_step(ctx: StepContext) -> StepOutcome:
     if folder is not None:
         write_table(ctx, res.target_table(), folder / "records.csv", fast=True)
         write_json(folder / "summary.json", res.to_dict())
-        plot_figure(res, "running_estimate").savefig(folder / "running_estimate.png", dpi=100)
-        files = ["records.csv", "summary.json", "running_estimate.png"]
-    return ran(name, res, folder, files, qi=shown_known_values(ctx))
+        files = ["records.csv", "summary.json"]
+    figure = StepFigure(partial(plot_figure, res, "running_estimate"))
+    return ran(name, res, folder, files, figures={"running_estimate.png": figure},
+               qi=shown_known_values(ctx))
 
 
 def comparable_figures(res: Any, m: int, source: str | None) -> dict[str, Any] | None:
@@ -293,10 +296,10 @@ def posterior_identification_section(sec: Section, s: Any, result: Any, links: L
             Span(" (2 MCSE), and the figure below shows it still moving. Read it as a "
                  "range, not a finding; bayes-risk identification with --model, which draws up "
                  "to --max-replicates (2,000 by default), narrows it.")]))
-    sec.blocks.append(links.figure(lambda: plot_figure(r, "running_estimate"),
-                                   "running_estimate.png",
-                                   "Running pooled expected match risk with ±2 MCSE (a curve "
-                                   "still rising means the pooled figure still depends on R)"))
+    sec.blocks.append(links.step_figure(s, "running_estimate.png",
+                                        "Running pooled expected match risk with ±2 MCSE (a "
+                                        "curve still rising means the pooled figure still "
+                                        "depends on R)"))
 
 
 #: the step's unit and its chunk: a batch (the release's m replicates) is what the jackknife

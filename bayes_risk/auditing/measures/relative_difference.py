@@ -4,6 +4,7 @@ by its record ``MEASURE`` (:doc:`/adding_a_measure`; :doc:`/methods/attribute`, 
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ from bayes_risk.auditing.outcome import (
     Measure,
     Need,
     StepCost,
+    StepFigure,
     StepOutcome,
     Work,
     step_file,
@@ -51,10 +53,10 @@ def relative_difference_step(ctx: StepContext) -> StepOutcome:
     if folder is not None:
         write_table(ctx, res.to_dataframe(), folder / "relative_difference.csv")
         write_json(folder / "summary.json", summary)
-        plot_figure(res, "relative_difference").savefig(folder / "relative_difference.png",
-                                                         dpi=100)
-        files = ["relative_difference.csv", "summary.json", "relative_difference.png"]
-    return ran("relative_difference", res, folder, files, summary=summary)
+        files = ["relative_difference.csv", "summary.json"]
+    figure = StepFigure(partial(plot_figure, res, "relative_difference"))
+    return ran("relative_difference", res, folder, files,
+               figures={"relative_difference.png": figure}, summary=summary)
 
 
 def _withheld(summary: dict[str, Any]) -> dict[str, Any]:
@@ -127,9 +129,8 @@ def relative_difference_section(sec: Section, s: Any, result: Any, links: Links)
                                   "Relative difference of each largest value and estimator",
                                   percent=("relative_difference", "rd_lo", "rd_hi",
                                            "rd_dataset_min", "rd_dataset_max")))
-    sec.blocks.append(links.figure(lambda: plot_figure(res, "relative_difference"),
-                                   "relative_difference.png",
-                                   "Relative differences with their 95 % intervals"))
+    sec.blocks.append(links.step_figure(s, "relative_difference.png",
+                                        "Relative differences with their 95 % intervals"))
 
 
 def relative_difference_need(ctx: StepContext, left: float | None) -> Need:
