@@ -1,8 +1,8 @@
 """What the disclosure measures leave out: :class:`ExclusionSpec` (synthpop's ``disclosure()``
-options); the arguments of :func:`~bayes_risk.disclosure.original_risk`,
-:func:`~bayes_risk.disclosure.disclosure_measures`, :func:`~bayes_risk.disclosure.sdc.sdc` and
-:func:`~bayes_risk.disclosure.sdcmicro.sdcmicro` (its remedies' settings: :class:`SdcMicroSpec`),
-with their checks and options (``*_ARGUMENTS``).
+options); the settings of :func:`~bayes_risk.disclosure.sdcmicro.sdcmicro`'s remedies
+(:class:`SdcMicroSpec`); the groups and parsers of the options that
+:func:`~bayes_risk.disclosure.original_risk`, :func:`~bayes_risk.disclosure.disclosure_measures`
+and :func:`~bayes_risk.disclosure.sdc.sdc` declare on their parameters.
 
 Imports only the standard library at module level: ``bayes-risk disclosure`` declares its
 options from the fields (``bayes-risk --help`` imports no numpy).
