@@ -119,7 +119,7 @@ def connect(scheduler: str | None = None, n_workers: int | None = None, *,
 
 
 @contextlib.contextmanager
-def cluster_executor(scheduler: str | None = None, workers: int | None = None, *,
+def cluster_executor(*, scheduler: str | None = None, workers: int | None = None,
                      partition_size: int | None = None, dashboard: bool = False
                      ) -> Iterator[Any]:
     """The executor of a Dask cluster for a ``with`` block: of the scheduler at ``scheduler``,

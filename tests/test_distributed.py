@@ -592,7 +592,7 @@ def test_local_cluster_shares_the_budget_and_keeps_port_8787_free(monkeypatch):
     with command_line_options({"dashboard": "--dashboard", "workers": "--workers"}):
         with pytest.raises(ValidationError,
                            match="--dashboard applies only with --workers") as err:
-            with bd.cluster_executor("tcp://127.0.0.1:1", dashboard=True):
+            with bd.cluster_executor(scheduler="tcp://127.0.0.1:1", dashboard=True):
                 pass
     assert err.value.code == "OPTION_CONFLICT"
     with pytest.raises(ValidationError, match="partition_size applies only with scheduler"):

@@ -37,8 +37,8 @@ def cluster(args: argparse.Namespace) -> Any:
     """The executor of ``--scheduler`` / ``--workers`` (``--partition-size`` its tasks)."""
     from bayes_risk.distributed import cluster_executor
 
-    return cluster_executor(args.scheduler, args.workers, partition_size=args.partition_size,
-                            dashboard=args.dashboard)
+    return cluster_executor(scheduler=args.scheduler, workers=args.workers,
+                            partition_size=args.partition_size, dashboard=args.dashboard)
 
 
 def _fresh_seed(args: argparse.Namespace) -> int:
