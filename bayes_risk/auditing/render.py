@@ -137,12 +137,18 @@ def _intruders(result: Any) -> list[tuple[str, str, str]]:
     takes, once per distinct description."""
     from bayes_risk.measures import measures
 
+    lines = [v for v in result.verdicts if v.intruder]
+    # a step's lines are named by measure where their intruders differ (by what they know, or
+    # the attribute lines' evidence factor): a step's name twice would not say which is which
+    described: dict[str, set[tuple[str, str]]] = {}
+    for v in lines:
+        described.setdefault(v.step, set()).add((v.intruder, v.worst_case))
     by_line = {m.name for m in measures() if m.intruders_by_line}
+    by_line |= {step for step, ds in described.items() if len(ds) > 1}
     seen: dict[tuple[str, str], list[str]] = {}
-    for v in result.verdicts:
-        if v.intruder:  # lines whose intruders differ by what they know: named by measure
-            seen.setdefault((v.intruder, v.worst_case), []).append(
-                v.measure if v.step in by_line else v.step)
+    for v in lines:
+        seen.setdefault((v.intruder, v.worst_case), []).append(
+            v.measure if v.step in by_line else v.step)
     return [(", ".join(dict.fromkeys(ms)), who, worst) for (who, worst), ms in seen.items()]
 
 

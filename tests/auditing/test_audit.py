@@ -1476,6 +1476,22 @@ def test_every_verdict_line_has_a_spread_and_one_unit(audited, audited_hh):
                if x.step != "utility")
 
 
+def test_each_intruder_in_the_header_is_named_once(audited, report):
+    """Two lines of one step whose intruders differ (the attribute lines: the evidence line
+    names its factor) are named by measure: the step's name twice would not say which is
+    which."""
+    import html as html_lib
+
+    res, _ = audited
+    html = html_lib.unescape(report[0].read_text())
+    items = html.split('<ul class="intruders">')[1].split("</ul>")[0]
+    names = re.findall(r"<li><strong>(.*?)</strong>", items)
+    assert len(names) == len(set(names)), names
+    attribute = [v for v in res.verdicts if v.step == "attribute" and v.intruder]
+    assert len({(v.intruder, v.worst_case) for v in attribute}) == 2
+    assert all(any(v.measure in n for n in names) for v in attribute), names
+
+
 def test_report_header_names_the_intruder_of_every_line_and_folds_detail(report_hh):
     """The header says who the intruder of each line is; the step sections' tables sit behind a
     <details> element (caption visible), so the first screen is the verdict."""
