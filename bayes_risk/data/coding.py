@@ -19,9 +19,10 @@ def code_values(col: pd.Series, bottom: float | None, top: float | None,
     values coded at each end."""
     x = col.to_numpy(dtype=np.float64, na_value=np.nan)
     free = ~np.isin(x, np.asarray(exclude, dtype=np.float64))
-    below = free & (x < bottom) if bottom is not None else np.zeros(len(x), bool)
-    above = free & (x > top) if top is not None else np.zeros(len(x), bool)
-    coded = pd.Series(np.where(below, bottom, np.where(above, top, x)), index=col.index,
+    # float bounds: a None side in np.where would make the column's values Python objects
+    lo, hi = (-np.inf if bottom is None else float(bottom)), (np.inf if top is None else float(top))
+    below, above = free & (x < lo), free & (x > hi)
+    coded = pd.Series(np.where(below, lo, np.where(above, hi, x)), index=col.index,
                       name=col.name)
     # an integer column coded at integer bounds stays an integer column
     fits = not pd.api.types.is_integer_dtype(col) or all(

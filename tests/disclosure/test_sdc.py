@@ -39,8 +39,13 @@ def test_bottom_top_coding_by_hand():
     assert step["n_top_coded"] == {"a": [1, 3], "x": [2, 1]}
     assert z1["a"].tolist() == [0, 2, 9, 4, -8, 6]  # the input is not changed
     # a fractional bound on an integer column: the column becomes float
-    frac = sdc(orig, z1, bottom_top_coding={"a": (0.5, None)})
-    assert frac[0]["a"].tolist() == [0.5, 2, 9, 4, 0.5, 6]
+    # (float64, whichever side is open: a None bound once made it a column of Python objects,
+    # which every measure then refused as "numbers stored as text")
+    for bounds, coded in (((0.5, None), [0.5, 2, 9, 4, 0.5, 6]),
+                          ((None, 5.5), [0, 2, 5.5, 4, -8, 5.5])):
+        frac = sdc(orig, z1, bottom_top_coding={"a": bounds})
+        assert frac[0]["a"].tolist() == coded
+        assert frac[0]["a"].dtype == np.float64
 
 
 def _uniques_table():
