@@ -21,7 +21,9 @@ What this module asks of a model, one protocol for every family (public methods)
   schema (and, for the trees, fitted table) are set; a field that does not fit the others is a
   ``ValueError``, reported as a damaged folder (``MODEL_DAMAGED``) naming the folder, the file
   and the field. The Bayesian models call it from ``adopt(posterior, schema, n_records, data=,
-  flags=, state=, arrays=)``, which fits a new instance to read draws.
+  flags=, state=, arrays=)``, which fits a new instance to read draws; a Bayesian family
+  declares its fields (``saved_state``: a :class:`StateField` each) and the base class writes
+  and reads them.
 """
 
 from __future__ import annotations

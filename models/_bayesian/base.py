@@ -26,12 +26,7 @@ from bayes_risk.data.normalise import check_not_empty
 from bayes_risk.data.provenance import model_id
 from bayes_risk.data.schema import SCHEMA, Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
-from bayes_risk.data.validate import (
-    check_m,
-    require_categorical,
-    require_frame,
-    validate_table,
-)
+from bayes_risk.data.validate import check_m, require_categorical, require_frame, validate_table
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models._bayesian import convergence_report
 from bayes_risk.models._bayesian.design import record_dtypes

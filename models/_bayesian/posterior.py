@@ -1,8 +1,9 @@
 """The posterior of a Bayesian family, declared once: its variables as class data
 (``BayesianSynthesizer.posterior_variables``: name, dims after ``(chain, draw)``, constraint, as
-PyMC and ArviZ name them), the dims' sizes given by the fitted model (``_posterior_dims``), one
-converter of draws given as arrays and one validator of every posterior a model adopts
-(``load``, ``from_posterior``): a family writes no check of its own draws.
+PyMC and ArviZ name them), the dims' sizes given by the fitted model (``_posterior_dims``;
+``level_{j}`` and ``cell`` by its schema, ``schema_dims``), one converter of draws given as
+arrays and one validator of every posterior a model adopts (``load``, ``from_posterior``): a
+family writes no check of its own draws.
 """
 
 from __future__ import annotations
