@@ -136,12 +136,13 @@ class DPMultinomial(BayesianSynthesizer):
     ratio_form = "joint"
     sampling_defaults: ClassVar[Mapping[str, Any]] = MappingProxyType(
         {"draws": 1000, "chains": 2})
-    saved_state = BayesianSynthesizer.saved_state | {
+    saved_state = MappingProxyType({
+        **BayesianSynthesizer.saved_state,
         # α as the fit resolved it (from ε and n): the ε a release records rests on it
         "alpha": StateField("alpha_", float, check=lambda a: math.isfinite(a) and a > 0,
                             asks="a prior count > 0"),
         # whether the draws are this model's own exact ones (adopted draws are not)
-        "exact_draws": StateField("exact_draws_", bool, False)}
+        "exact_draws": StateField("exact_draws_", bool, False)})
 
     def __init__(
         self,

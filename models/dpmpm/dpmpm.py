@@ -148,7 +148,8 @@ class DPMPM(BayesianSynthesizer):
 
     method_name: ClassVar[str] = "dpmpm"
     posterior_variables = POSTERIOR_VARIABLES
-    saved_state = BayesianSynthesizer.saved_state | {"warnings": StateField("warnings_", list, ())}
+    saved_state = MappingProxyType({**BayesianSynthesizer.saved_state,
+                                    "warnings": StateField("warnings_", list, ())})
     state_ = FittedAttribute(
         "The fitted :class:`~bayes_risk.models.dpmpm.state.DPMPMState` (set by ``fit``).")
     #: what no method shows (bayes_risk.ModelInfo; the rest: bayes_risk.contract.capabilities)

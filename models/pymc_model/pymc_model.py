@@ -122,9 +122,9 @@ class PyMCSynthesizer(BayesianSynthesizer):
 
     sampling_defaults: ClassVar[Mapping[str, Any]] = MappingProxyType(
         {"draws": 1000, "tune": 1000, "chains": 2, "cores": 1})
-    saved_state = BayesianSynthesizer.saved_state | {
-        "graph_digest": StateField("_graph_digest", str), "observed": StateField("_observed", list),
-        "warnings": StateField("warnings_", list, ())}
+    saved_state = MappingProxyType({
+        **BayesianSynthesizer.saved_state, "graph_digest": StateField("_graph_digest", str),
+        "observed": StateField("_observed", list), "warnings": StateField("warnings_", list, ())})
 
     def __init__(
         self,

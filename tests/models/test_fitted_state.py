@@ -14,6 +14,7 @@ from sklearn.base import clone
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import NotFittedError
 from bayes_risk.models import load_model
+from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models.dp_multinomial import DPMultinomial, DPMultinomialState
 from bayes_risk.models.dpmpm.dpmpm import DPMPM
 from bayes_risk.models.dpmpm.state import DPMPMState
@@ -88,12 +89,11 @@ def test_every_family_follows_one_persistence_protocol(model):
     assert list(inspect.signature(model.persisted_state).parameters) == ["self"]
 
 
-@pytest.mark.parametrize("model", [f[0] for f in FAMILIES[:5]], ids=lambda x: x.__name__)
+@pytest.mark.parametrize("model", [f[0] for f in FAMILIES
+                                   if issubclass(f[0], BayesianSynthesizer)],
+                         ids=lambda x: x.__name__)
 def test_a_bayesian_family_declares_what_a_saved_folder_keeps(model):
-    from bayes_risk.models._bayesian.base import BayesianSynthesizer
-
     # its fitted attributes as class data (saved_state), written and read back by the base
-    assert issubclass(model, BayesianSynthesizer)
     assert "persisted_state" not in vars(model) and "restore_state" not in vars(model)
     assert set(BayesianSynthesizer.saved_state) <= set(model.saved_state)
 
