@@ -124,7 +124,8 @@ def require_categorical(schema: Schema, model: str) -> None:
         raise SchemaError(
             f"{model} models categorical columns only; column {c.name!r} is {c.type}. Declare "
             "integer-coded factors as categorical ("
-            + ("--categorical COL ..." if on_command_line() else "categorical=[...]")
+            + ("--categorical COL ..." if on_command_line()
+               else "categorical=[...] in infer_schema")
             + "), or leave the column out.", code="WRONG_DTYPE")
     for c in schema:
         if not c.levels:
