@@ -30,9 +30,10 @@ from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.exceptions import NotSupportedError, SchemaError, ValidationError, arg_name
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
-from bayes_risk.models._bayesian.posterior import PosteriorDims, PosteriorVariable
+from bayes_risk.models._bayesian.posterior import PosteriorVariable
 from bayes_risk.models.base import FittedAttribute
 from bayes_risk.models.dpmpm.coding import decode_column, encode, encode_dataset
+from bayes_risk.models.persistence import StateField
 from bayes_risk.privacy import (
     EXTRA_FIELD,
     MECHANISM,
@@ -135,6 +136,13 @@ class DPMultinomial(BayesianSynthesizer):
     ratio_form = "joint"
     sampling_defaults: ClassVar[Mapping[str, Any]] = MappingProxyType(
         {"draws": 1000, "chains": 2})
+    saved_state = MappingProxyType({
+        **BayesianSynthesizer.saved_state,
+        # α as the fit resolved it (from ε and n): the ε a release records rests on it
+        "alpha": StateField("alpha_", float, check=lambda a: math.isfinite(a) and a > 0,
+                            asks="a prior count > 0"),
+        # whether the draws are this model's own exact ones (adopted draws are not)
+        "exact_draws": StateField("exact_draws_", bool, False)})
 
     def __init__(
         self,
@@ -198,16 +206,6 @@ class DPMultinomial(BayesianSynthesizer):
                 "released with their true values, which have no ε. Synthesize every column "
                 f"(leave {arg_name('synthesized')} out) or drop those columns.",
                 code="PARTIAL_NOT_PRIVATE")
-        bad = [c for c in schema if not c.is_categorical]
-        if bad:
-            raise SchemaError(
-                f"DPMultinomial models categorical columns only; column {bad[0].name!r} is "
-                f"{bad[0].type}. Declare integer-coded factors categorical, or leave the column "
-                "out.", code="WRONG_DTYPE")
-        empty = [c.name for c in schema if not c.levels]
-        if empty:
-            raise SchemaError(f"column(s) {empty} have no level; DPMultinomial cannot model "
-                              "them.", code="MISSING_VALUES")
         return data, schema
 
     def _draw_posterior(self, data: pd.DataFrame, schema: Schema, seed: RandomSeed
@@ -250,35 +248,14 @@ class DPMultinomial(BayesianSynthesizer):
         return new.adopt(_tree(log_theta, counts), self.schema_, self.n_records, data=None,
                          flags=None, state=self.persisted_state()[0])
 
-    def _posterior_dims(self, posterior: xr.DataTree | None, schema: Schema,
-                        data: pd.DataFrame | None = None) -> PosteriorDims:
-        return PosteriorDims(sizes={"cell": math.prod(_shape(schema))},
-                             about={"cell": "the product of the columns' levels"})
-
     def _after_posterior(self) -> None:
         log_theta = self._stacked("log_theta")
         self.state_ = DPMultinomialState(
             schema=self.schema_, log_theta=log_theta, cdf=np.cumsum(np.exp(log_theta), axis=1),
-            alpha=float(self.alpha_), exact_draws=bool(getattr(self, "exact_draws_", False)))
+            alpha=float(self.alpha_), exact_draws=self.exact_draws_)
 
     def convergence_quantities(self) -> dict[str, np.ndarray]:
         return {}  # exact draws: nothing to diagnose
-
-    def persisted_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        # α as the fit resolved it (from ε and n), and whether the draws are this model's own
-        # exact ones (the guarantee rests on them; adopted draws are not)
-        state, arrays = super().persisted_state()
-        return {**state, "alpha": float(self.alpha_),
-                "exact_draws": bool(getattr(self, "exact_draws_", False))}, arrays
-
-    def restore_state(self, state: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> None:
-        super().restore_state(state, arrays)
-        alpha = float(state["alpha"])
-        if not (math.isfinite(alpha) and alpha > 0):  # the ε the release records rests on it
-            raise ValueError(f"model.json's state field 'alpha' is {alpha}, not a prior count "
-                             "> 0")
-        self.alpha_ = alpha
-        self.exact_draws_ = bool(state.get("exact_draws", False))
 
     def adopt(self, posterior: xr.DataTree, schema: Schema, n_records: int, *,
               data: pd.DataFrame | None, flags: np.ndarray | None,
@@ -288,7 +265,6 @@ class DPMultinomial(BayesianSynthesizer):
             self._check_settings()
             self.alpha_ = (float(self.alpha) if self.alpha is not None
                            else dirichlet_alpha(epsilon=self.epsilon, n_records=int(n_records)))
-            self.exact_draws_ = False
         return super().adopt(posterior, schema, n_records, data=data, flags=flags, state=state,
                              arrays=arrays)
 

@@ -21,7 +21,9 @@ What this module asks of a model, one protocol for every family (public methods)
   schema (and, for the trees, fitted table) are set; a field that does not fit the others is a
   ``ValueError``, reported as a damaged folder (``MODEL_DAMAGED``) naming the folder, the file
   and the field. The Bayesian models call it from ``adopt(posterior, schema, n_records, data=,
-  flags=, state=, arrays=)``, which fits a new instance to read draws.
+  flags=, state=, arrays=)``, which fits a new instance to read draws; a Bayesian family
+  declares its fields (``saved_state``: a :class:`StateField` each) and the base class writes
+  and reads them.
 """
 
 from __future__ import annotations
@@ -44,9 +46,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "ARRAYS_FILE", "BAYESIAN", "CONVERGENCE_FILE", "DATA_FILE", "FORMAT_VERSION", "Layout",
-    "POSTERIOR_FILE", "SETTINGS_FILE", "TREES", "damaged_on_error", "load_bayesian",
-    "load_trees", "read_model_meta", "read_state", "save_bayesian", "save_trees", "saved_array",
-    "state_fields", "verify_model_folder", "warm_up_writer", "write_folder", "write_model_json",
+    "POSTERIOR_FILE", "SETTINGS_FILE", "StateField", "TREES", "damaged_on_error",
+    "load_bayesian", "load_trees", "read_model_meta", "read_state", "save_bayesian",
+    "save_trees", "saved_array", "state_fields", "verify_model_folder", "warm_up_writer",
+    "write_folder", "write_model_json",
 ]
 
 SETTINGS_FILE = "model.json"
@@ -259,6 +262,36 @@ def verify_model_folder(p: Path, meta: dict[str, Any], *, required: Sequence[str
             "that it is intact, save it again to record them: "
             "bayes_risk.models.load_model(old).save(new).", code="MODEL_UNVERIFIED"),
             skip_file_prefixes=CALLER)
+
+
+@dataclasses.dataclass(frozen=True)
+class StateField:
+    """A fitted attribute kept in ``model.json``'s ``state``, declared by a family
+    (``BayesianSynthesizer.saved_state``: field name to ``StateField``): the model's
+    ``attribute``, the ``kind`` it is written and read back as (``list``, ``dict``, ``bool``,
+    ``float``, ``str``; ``None`` stays ``None``), its ``default`` (a model without it: draws
+    made elsewhere; a folder saved before the field) and the ``check`` a value read back must
+    pass (``None`` fails it), which ``asks`` puts in words."""
+
+    attribute: str
+    kind: Callable[[Any], Any]
+    default: Any = None
+    check: Callable[[Any], bool] | None = None
+    asks: str = ""
+
+    def value(self, model: Any) -> Any:
+        """The attribute of ``model`` as written (its default when it has none)."""
+        raw = getattr(model, self.attribute, self.default)
+        return None if raw is None else self.kind(raw)
+
+    def read(self, state: Mapping[str, Any], name: str) -> Any:
+        """Field ``name`` of a saved ``state``; a ``ValueError`` when it fails ``check``."""
+        raw = state.get(name, self.default)
+        value = None if raw is None else self.kind(raw)
+        if self.check is not None and (value is None or not self.check(value)):
+            raise ValueError(f"{SETTINGS_FILE}'s state field {name!r} is {raw!r}, not "
+                             f"{self.asks}")
+        return value
 
 
 #: the dtype kinds ``saved_array`` names in its error

@@ -36,7 +36,8 @@ __all__ = [
     "validate_table", "validate_synthetic", "harmonise_levels", "check_release_levels",
     "check_value_labels", "release_levels", "release_only_levels", "refuse_unknown_levels",
     "encode", "decode", "decode_values", "check_m", "check_no_infinity", "check_real",
-    "record_mask", "require_frame", "require_columns", "require_distinct", "require_synthesized"
+    "record_mask", "require_categorical", "require_frame", "require_columns", "require_distinct",
+    "require_synthesized"
 ]
 
 
@@ -110,6 +111,26 @@ def require_synthesized(columns: Iterable[Any], synthesized: Sequence[str], what
     if other:
         raise ValidationError(f"{what + ': ' if what else ''}column {other[0]!r} is not "
                               f"synthesized (synthesized: {list(synthesized)}){note}.", code=code)
+
+
+def require_categorical(schema: Schema, model: str) -> None:
+    """Nothing when every column of ``schema`` is categorical with a level; else a
+    ``SchemaError`` naming the first other column: ``WRONG_DTYPE`` (not categorical) or
+    ``MISSING_VALUES`` (no level), the refusal of ``model``, a model of categorical columns
+    only (``ModelInfo.categorical_only``)."""
+    bad = [c for c in schema if not c.is_categorical]
+    if bad:
+        c = bad[0]
+        raise SchemaError(
+            f"{model} models categorical columns only; column {c.name!r} is {c.type}. Declare "
+            "integer-coded factors as categorical ("
+            + ("--categorical COL ..." if on_command_line()
+               else "categorical=[...] in infer_schema")
+            + "), or leave the column out.", code="WRONG_DTYPE")
+    for c in schema:
+        if not c.levels:
+            raise SchemaError(f"column {c.name!r} has no level (all values missing); {model} "
+                              "cannot model it.", code="MISSING_VALUES")
 
 
 def validate_table(df: pd.DataFrame, schema: Schema, *, name: str = "original",

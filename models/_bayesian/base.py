@@ -26,7 +26,7 @@ from bayes_risk.data.normalise import check_not_empty
 from bayes_risk.data.provenance import model_id
 from bayes_risk.data.schema import SCHEMA, Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
-from bayes_risk.data.validate import check_m, require_frame, validate_table
+from bayes_risk.data.validate import check_m, require_categorical, require_frame, validate_table
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models._bayesian import convergence_report
 from bayes_risk.models._bayesian.design import record_dtypes
@@ -36,6 +36,7 @@ from bayes_risk.models._bayesian.posterior import (
     as_datatree,
     check_posterior,
     concrete,
+    schema_dims,
 )
 from bayes_risk.models._bayesian.records import (
     check_draw_indices,
@@ -55,7 +56,7 @@ from bayes_risk.models.base import (
     check_is_fitted,
     synthesized_columns,
 )
-from bayes_risk.models.persistence import load_bayesian, save_bayesian
+from bayes_risk.models.persistence import StateField, load_bayesian, save_bayesian
 from bayes_risk.models.trees.missing import refusal_hint
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -111,6 +112,10 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
     #: the variables of the model's posterior: names, dims after ``(chain, draw)``,
     #: constraints; the sizes of their dims are the fitted model's (``_posterior_dims``)
     posterior_variables: ClassVar[tuple[PosteriorVariable, ...]] = ()
+    #: the fitted attributes a saved folder keeps beside the draws (``model.json``'s
+    #: ``state``, :meth:`persisted_state`), by field; draws made elsewhere take the defaults
+    saved_state: ClassVar[Mapping[str, StateField]] = MappingProxyType(
+        {"dtypes": StateField("dtypes_", dict, ())})
 
     def __new__(cls, *args: Any, **kwargs: Any) -> BayesianSynthesizer:
         # the sampler settings moved into sampling=Sampling(...): name the migration, not
@@ -351,6 +356,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         data = data[schema.names]
         if fitting:
             schema = drop_unused_levels(data, schema)
+        _check_kinds(self, schema)
         return data.reset_index(drop=True), schema
 
     def _set_fitted(
@@ -382,6 +388,9 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         self.data_ = data if (data is not None and self._needs_data_for_synthesis()) else None
         if not hasattr(self, "dtypes_"):  # draws made elsewhere (from_posterior)
             self.dtypes_ = record_dtypes(self.data_) if self.data_ is not None else {}
+        for name, field in self.saved_state.items():  # the others: their defaults
+            if not hasattr(self, field.attribute):
+                setattr(self, field.attribute, field.read({}, name))
         self._after_posterior()
         self.convergence_ = None
         if check_convergence:
@@ -391,10 +400,11 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         """Hook called whenever ``posterior_`` is set (fit, load, from_posterior): caches."""
 
     def _needs_data_for_synthesis(self) -> bool:
-        """Whether :meth:`synthesize` needs the confidential records (it copies some)."""
-        return bool(self.schema_ is not None and self.schema_.unsynthesized) or (
-            getattr(self, "synthesized_records_", None) is not None
-        )
+        """Whether :meth:`synthesize` needs the confidential records: it copies some, or
+        draws from them (class O)."""
+        return self.model_class == "O" or bool(
+            self.schema_ is not None and self.schema_.unsynthesized) or (
+            getattr(self, "synthesized_records_", None) is not None)
 
     @abstractmethod
     def _synthesize_one(
@@ -439,8 +449,10 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
                         data: pd.DataFrame | None = None) -> PosteriorDims:
         """The sizes of the dims of ``posterior_variables`` for ``schema`` (``posterior``:
         the draws being adopted, with the fitted table ``data`` when given; ``None`` for draws
-        given as arrays), after the model's own checks of a posterior it adopts."""
-        return PosteriorDims()
+        given as arrays), after the model's own checks of a posterior it adopts; by default
+        those the schema gives by their names (``posterior.schema_dims``)."""
+        _check_kinds(self, schema)
+        return schema_dims(schema, self.posterior_variables)
 
     @staticmethod
     def _spread_draws(H: int, m: int) -> np.ndarray:
@@ -779,9 +791,9 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         return parts, {**{str(k): np.asarray(post[k].values) for k in post.data_vars}, **arrays}
 
     def persisted_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        """The fitted state a saved folder keeps besides the draws (the data's dtypes; a family
-        adds its own), read back by :meth:`restore_state` (``bayes_risk.models.persistence``:
-        the protocol of every synthesizer).
+        """The fitted state a saved folder keeps besides the draws (the attributes
+        ``saved_state`` declares), read back by :meth:`restore_state`
+        (``bayes_risk.models.persistence``: the protocol of every synthesizer).
 
         Returns
         -------
@@ -791,7 +803,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
             Named arrays (``arrays.npz``); none of the package's families has any beyond its
             draws, which ``posterior.nc`` holds.
         """
-        return {"dtypes": dict(getattr(self, "dtypes_", {}))}, {}
+        return {name: field.value(self) for name, field in self.saved_state.items()}, {}
 
     def restore_state(self, state: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> None:
         """Set the fitted state of :meth:`persisted_state` on this new instance (``load``).
@@ -802,5 +814,19 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
             ``model.json``'s ``state``.
         arrays : mapping of str to ndarray
             The saved arrays (``arrays.npz``; empty without one).
+
+        Raises
+        ------
+        ValueError
+            A field that fails its declared check (the loader: a damaged folder).
         """
-        self.dtypes_ = dict(state.get("dtypes", {}))
+        for name, field in self.saved_state.items():
+            setattr(self, field.attribute, field.read(state, name))
+
+
+def _check_kinds(model: BayesianSynthesizer, schema: Schema) -> None:
+    """Refuse a column that is not categorical, or has no level, for a model of categorical
+    columns only (``info.categorical_only``)."""
+    info = getattr(model, "info", None)
+    if info is not None and info.categorical_only:
+        require_categorical(schema, type(model).__name__)

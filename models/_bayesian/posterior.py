@@ -1,13 +1,15 @@
 """The posterior of a Bayesian family, declared once: its variables as class data
 (``BayesianSynthesizer.posterior_variables``: name, dims after ``(chain, draw)``, constraint, as
-PyMC and ArviZ name them), the dims' sizes given by the fitted model (``_posterior_dims``), one
-converter of draws given as arrays and one validator of every posterior a model adopts
-(``load``, ``from_posterior``): a family writes no check of its own draws.
+PyMC and ArviZ name them), the dims' sizes given by the fitted model (``_posterior_dims``;
+``level_{j}`` and ``cell`` by its schema, ``schema_dims``), one converter of draws given as
+arrays and one validator of every posterior a model adopts (``load``, ``from_posterior``): a
+family writes no check of its own draws.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +23,10 @@ from bayes_risk.models._bayesian.sticks import stick_breaking_log
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
 
-__all__ = ["PosteriorDims", "PosteriorVariable", "as_datatree", "check_posterior", "concrete"]
+    from bayes_risk.data.schema import Schema
+
+__all__ = ["PosteriorDims", "PosteriorVariable", "as_datatree", "check_posterior", "concrete",
+           "schema_dims"]
 
 SAMPLE_DIMS = ("chain", "draw")
 #: each constraint: what it asks of a variable's values (all finite, but a ``fill`` of nan), in
@@ -83,6 +88,23 @@ class PosteriorDims:
     columns: Mapping[str, str] = dataclasses.field(default_factory=dict)
     about: Mapping[str, str] = dataclasses.field(default_factory=dict)
     variables: tuple[PosteriorVariable, ...] | None = None
+
+
+def schema_dims(schema: Schema, declared: Sequence[PosteriorVariable]) -> PosteriorDims:
+    """The sizes of the dims of ``declared`` that the fitted ``schema`` gives by their names:
+    ``level_{j}`` (the levels of the j-th column; a per-column variable has one for each
+    column) and ``cell`` (the cells of the table crossing every column)."""
+    dims = {d for v in declared for d in v.dims}
+    sizes: dict[str, int] = {}
+    about: dict[str, str] = {}
+    if "level_{j}" in dims:
+        for j, c in enumerate(schema):
+            sizes[f"level_{j}"] = len(c.levels)
+            about[f"level_{j}"] = f"the levels of column {c.name!r}"
+    if "cell" in dims:
+        sizes["cell"] = math.prod(len(c.levels) for c in schema)
+        about["cell"] = "the product of the columns' levels"
+    return PosteriorDims(sizes=sizes, columns=dict.fromkeys(schema.names, ""), about=about)
 
 
 def invalid(message: str) -> ValidationError:

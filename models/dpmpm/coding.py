@@ -13,31 +13,9 @@ import pandas as pd
 from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import require_columns, require_frame
-from bayes_risk.exceptions import SchemaError, on_command_line
+from bayes_risk.exceptions import SchemaError
 from bayes_risk.models.dpmpm.state import DPMPMState
 from bayes_risk.models.dpmpm.zeros import UNKNOWN
-
-
-def check_categorical(schema: Schema) -> None:
-    """``WRONG_DTYPE`` for a column that is not categorical, ``MISSING_VALUES`` for one with
-    no observed level."""
-    bad = [c for c in schema if not c.is_categorical]
-    if bad:
-        c = bad[0]
-        raise SchemaError(
-            f"DPMPM models categorical columns only; column {c.name!r} is {c.type}. Declare "
-            "integer-coded factors as categorical ("
-            + ("--categorical COL ..." if on_command_line() else "fit(..., categorical=[...])")
-            + "), or leave the column out.",
-            code="WRONG_DTYPE",
-        )
-    for c in schema:
-        if not c.levels:
-            raise SchemaError(
-                f"column {c.name!r} has no observed level (all values missing); DPMPM cannot "
-                "model it.",
-                code="MISSING_VALUES",
-            )
 
 
 def encode(schema: Schema, df: pd.DataFrame, *, name: str = "records") -> np.ndarray:

@@ -27,7 +27,6 @@ from bayes_risk.exceptions import ValidationError, on_command_line
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models._bayesian.convergence import round_verdict
 from bayes_risk.models._bayesian.convergence_report import check_convergence, mcmc_run
-from bayes_risk.models._bayesian.posterior import PosteriorDims
 from bayes_risk.models._bayesian.records import check_synthesized_records
 from bayes_risk.models._bayesian.sampling import Sampling, model_seeds, run_gibbs, run_pymc
 from bayes_risk.models._bayesian.starts import chain_starts
@@ -35,6 +34,7 @@ from bayes_risk.models._bayesian.timing import fit_clock, record_fit_time
 from bayes_risk.models.base import FittedAttribute
 from bayes_risk.models.dpmpm.coding import dtypes_of
 from bayes_risk.models.dpmpm.state import POSTERIOR_VARIABLES, build_state
+from bayes_risk.models.persistence import StateField
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
@@ -148,6 +148,8 @@ class DPMPM(BayesianSynthesizer):
 
     method_name: ClassVar[str] = "dpmpm"
     posterior_variables = POSTERIOR_VARIABLES
+    saved_state = MappingProxyType({**BayesianSynthesizer.saved_state,
+                                    "warnings": StateField("warnings_", list, ())})
     state_ = FittedAttribute(
         "The fitted :class:`~bayes_risk.models.dpmpm.state.DPMPMState` (set by ``fit``).")
     #: what no method shows (bayes_risk.ModelInfo; the rest: bayes_risk.contract.capabilities)
@@ -320,7 +322,6 @@ class DPMPM(BayesianSynthesizer):
         data, schema = self._prepare_data(
             data, schema=schema, synthesized=synthesized, categorical=categorical, allow_nan=True
         )
-        _coding.check_categorical(schema)
         flags = check_synthesized_records(records, len(data))
         self.dtypes_ = dtypes_of(data)
         codes = _coding.encode(schema, data, name="data")
@@ -430,10 +431,6 @@ class DPMPM(BayesianSynthesizer):
             record_evidence(dt, T)
         return dt
 
-    def persisted_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        state, arrays = super().persisted_state()
-        return {"warnings": list(self.warnings_), **state}, arrays
-
     def _structural_zeros_for(self, schema: Schema) -> Any:
         from bayes_risk.models.dpmpm.zeros import for_schema
 
@@ -445,10 +442,6 @@ class DPMPM(BayesianSynthesizer):
         if self._zeros is not None:  # the table itself, never a path or a frame
             out["structural_zeros"] = to_jsonable(self._zeros.to_records())
         return out
-
-    def restore_state(self, state: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> None:
-        super().restore_state(state, arrays)
-        self.warnings_ = list(state.get("warnings", []))
 
     def fit_augmented(
         self, data: pd.DataFrame, synthetic: pd.DataFrame, *, random_seed: RandomSeed = None
@@ -505,23 +498,12 @@ class DPMPM(BayesianSynthesizer):
         return self._build_model(codes, list(self.state_.d), transforms=transforms,
                                  observed=records is not None)
 
-    def _posterior_dims(self, posterior: xr.DataTree | None, schema: Schema,
-                        data: pd.DataFrame | None = None) -> PosteriorDims:
-        _coding.check_categorical(schema)
-        return PosteriorDims(
-            sizes={f"level_{j}": len(c.levels) for j, c in enumerate(schema)},
-            columns={c: "" for c in schema.names},
-            about={f"level_{j}": f"the levels of column {c.name!r}"
-                   for j, c in enumerate(schema)})
-
     def _after_posterior(self) -> None:
         self._zeros = self._structural_zeros_for(self.schema_)
         self.state_ = build_state(self.posterior_, self.schema_, self._zeros)
         if self.n_components != self.state_.n_components:
             # draws made elsewhere (from_posterior): their K
             self.n_components = self.state_.n_components
-        # fitted state that fit sets before the posterior; from_posterior has none of it
-        self.__dict__.setdefault("warnings_", [])
 
     def convergence_quantities(self) -> dict[str, np.ndarray]:
         return _fit.convergence_quantities(self.state_)

@@ -234,10 +234,6 @@ class PoissonMixture(BayesianSynthesizer):
                 + " accepts missing counts. Leave the column or its records out, or fill the "
                 "cells first.")
 
-    def _needs_data_for_synthesis(self) -> bool:
-        # class O needs the confidential counts
-        return self.model_class == "O" or super()._needs_data_for_synthesis()
-
     def _draw_posterior(self, data: pd.DataFrame, schema: Schema, seed: RandomSeed
                         ) -> xr.DataTree:
         # the mixture is fitted to the count columns of every record

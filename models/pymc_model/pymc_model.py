@@ -31,6 +31,7 @@ from bayes_risk.models._bayesian.design import output_column
 from bayes_risk.models._bayesian.posterior import PosteriorDims, PosteriorVariable
 from bayes_risk.models._bayesian.sampling import Sampling, run_pymc
 from bayes_risk.models.base import FittedAttribute
+from bayes_risk.models.persistence import StateField
 from bayes_risk.models.pymc_model.function import (
     approve_function,
     function_path,
@@ -121,6 +122,9 @@ class PyMCSynthesizer(BayesianSynthesizer):
 
     sampling_defaults: ClassVar[Mapping[str, Any]] = MappingProxyType(
         {"draws": 1000, "tune": 1000, "chains": 2, "cores": 1})
+    saved_state = MappingProxyType({
+        **BayesianSynthesizer.saved_state, "graph_digest": StateField("_graph_digest", str),
+        "observed": StateField("_observed", list), "warnings": StateField("warnings_", list, ())})
 
     def __init__(
         self,
@@ -316,7 +320,7 @@ class PyMCSynthesizer(BayesianSynthesizer):
         if posterior is not None:
             graph = _graph.inspect_model(model, table, schema)
             self._observed_roles(schema, graph, True)
-            expected = getattr(self, "_expected_digest", None)
+            expected = getattr(self, "_graph_digest", None)  # a saved folder's
             if expected is not None and expected != graph.digest:
                 raise ValidationError(
                     f"model_function {function_path(self.model_function)!r} now builds another "
@@ -344,18 +348,9 @@ class PyMCSynthesizer(BayesianSynthesizer):
                                 n_records=int(self._n_records), data=self.data_,
                                 _cache={"loglik": getattr(self, "_pending_loglik", None)})
         self._pending_loglik = None
-        self.__dict__.setdefault("warnings_", [])
-
-    def persisted_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        state, arrays = super().persisted_state()
-        return {**state, "graph_digest": self.state_.graph.digest,
-                "observed": [o.name for o in self.state_.graph.observed],
-                "warnings": list(self.warnings_)}, arrays
-
-    def restore_state(self, state: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> None:
-        super().restore_state(state, arrays)
-        self._expected_digest = state.get("graph_digest")
-        self.warnings_ = list(state.get("warnings", []))
+        # what a saved folder records of the graph (the digest checked on loading)
+        self._graph_digest = graph.digest
+        self._observed = [o.name for o in graph.observed]
 
     @classmethod
     def load(cls, path: Any, *, model_function: str | Any = None) -> PyMCSynthesizer:

@@ -451,8 +451,7 @@ class SequentialRegression(BayesianSynthesizer):
                              about=about)
 
     def _after_posterior(self) -> None:
-        if self.schema_ is not None and not hasattr(self, "order_"):
-            self._resolve_structure(self.schema_)
+        # the structure is resolved: by the fit's draws or by the dims of draws adopted
         if self.data_ is not None and self.data_.isna().to_numpy().any():
             # records given with draws made elsewhere: checked as at fit
             _missing.check_missing(

@@ -14,6 +14,7 @@ from sklearn.base import clone
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import NotFittedError
 from bayes_risk.models import load_model
+from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models.dp_multinomial import DPMultinomial, DPMultinomialState
 from bayes_risk.models.dpmpm.dpmpm import DPMPM
 from bayes_risk.models.dpmpm.state import DPMPMState
@@ -86,6 +87,33 @@ def test_every_family_follows_one_persistence_protocol(model):
     assert list(inspect.signature(model.restore_state).parameters) == ["self", "state", "arrays"]
     assert not isinstance(inspect.getattr_static(model, "restore_state"), staticmethod)
     assert list(inspect.signature(model.persisted_state).parameters) == ["self"]
+
+
+@pytest.mark.parametrize("model", [f[0] for f in FAMILIES
+                                   if issubclass(f[0], BayesianSynthesizer)],
+                         ids=lambda x: x.__name__)
+def test_a_bayesian_family_declares_what_a_saved_folder_keeps(model):
+    # its fitted attributes as class data (saved_state), written and read back by the base
+    assert "persisted_state" not in vars(model) and "restore_state" not in vars(model)
+    assert set(BayesianSynthesizer.saved_state) <= set(model.saved_state)
+
+
+def test_declared_state_defaults_for_draws_made_elsewhere_and_read_back():
+    from bayes_risk.models import DPMultinomial
+
+    df = pd.DataFrame({"a": pd.Categorical(["x", "y"]), "b": pd.Categorical(["u", "v"])})
+    log_theta = np.log(np.full((1, 3, 4), 0.25))
+    m = DPMultinomial.from_posterior({"log_theta": log_theta}, infer_schema(df), n_records=2,
+                                     alpha=2.0)
+    # the defaults of what a fit sets (adopted draws are not the model's own exact ones)
+    assert m.persisted_state() == ({"dtypes": {}, "alpha": 2.0, "exact_draws": False}, {})
+    other = DPMultinomial(alpha=2.0)
+    other.restore_state({"alpha": 3, "exact_draws": True}, {})  # kinds read back as declared
+    assert (other.alpha_, other.exact_draws_, other.dtypes_) == (3.0, True, {})
+    assert isinstance(other.alpha_, float)
+    for bad in ({"alpha": 0.0}, {}):  # the check the field declares; a missing one fails it
+        with pytest.raises(ValueError, match="state field 'alpha' is .*, not a prior count"):
+            other.restore_state(bad, {})
 
 
 def test_a_bayesian_familys_arrays_are_saved_and_read_back_checked(tmp_path):

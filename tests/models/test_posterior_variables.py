@@ -206,3 +206,20 @@ def test_a_regression_given_by_column_is_checked_as_declared():
                         ({"b": probs, "y": coefs * [1, 1, 1, 1, -1]}, "y__sigma")]:
         with pytest.raises(ValidationError, match=f"'{name}' \\(column"):
             SequentialRegression.from_posterior(draws, schema, **kw)
+
+
+@pytest.mark.parametrize("make", [_dpmpm, _dp_multinomial], ids=["DPMPM", "DPMultinomial"])
+def test_a_categorical_model_refuses_draws_of_another_column(make):
+    """A model of categorical columns only (``info.categorical_only``) refuses draws whose
+    schema has another column, as its fit does (``WRONG_DTYPE``), before reading them; its
+    dims are those the schema sizes (``level_{j}``, ``cell``)."""
+    from bayes_risk.exceptions import SchemaError
+
+    cls, post, schema, kw = make(np.random.default_rng(0))
+    numeric = infer_schema(_categorical().assign(b=np.arange(N, dtype=float)))
+    with pytest.raises(SchemaError, match=f"^{cls.__name__} models categorical columns only; "
+                                          "column 'b' is continuous") as err:
+        cls.from_posterior(post, numeric, **kw)
+    assert err.value.code == "WRONG_DTYPE"
+    spec = cls(**{k: v for k, v in kw.items() if k != "n_records"})._posterior_dims(None, schema)
+    assert dict(spec.sizes) == ({"level_0": 2, "level_1": 3} if cls is DPMPM else {"cell": 6})
