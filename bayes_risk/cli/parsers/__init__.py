@@ -52,7 +52,6 @@ LIBRARY_NAMES: dict[str, tuple[str, ...]] = {
     "missing_code": ("missing_codes", "missing_labels"),
     "radius_sweep": ("sweep", "radii"),
     "synthesize": ("synthesized",),
-    "known_synthesized": ("synthesized",),
     "known_sweep": ("candidates",),
     "target": ("targets",),
     "membership_selection": ("selection",),
@@ -195,8 +194,8 @@ def add_argument_options(parser: Any, *functions: Any,
 
     for function in functions:
         for name, opt in cli_arguments(function):
-            if fields is None or name in fields:
-                _declare(parser, opt).library_names = (name,)
+            if fields is None or name in fields:  # none of an argument's several flags is it
+                _declare(parser, opt).library_names = () if opt.then else (name,)
 
 
 def _declare(parser: argparse.ArgumentParser, opt: Any) -> Any:
