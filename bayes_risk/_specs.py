@@ -414,6 +414,9 @@ def percent_hint(text: str) -> str:
 
 #: how the command line numbers records (the messages of :func:`parse_records`)
 RECORDS_NOTE = "records are numbered from 0 (the first data row after the header is record 0)"
+#: the help of ``--records`` and the options like it
+RECORDS_HELP = ("record numbers such as '0-199' or '0,5,10-20', or a text file of them "
+                f"(separated by spaces, commas, semicolons or new lines); {RECORDS_NOTE}")
 
 
 def parse_records(text: str | None, n: int, argument: str = "--records") -> list[int] | None:

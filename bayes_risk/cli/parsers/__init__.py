@@ -68,10 +68,8 @@ LIBRARY_NAMES: dict[str, tuple[str, ...]] = {
     "workers": ("n_workers",),
     "radius": ("MatchSpec.radius",),
     "sampling_fraction": ("PopulationSpec.sampling_fraction",),
-    # the scenario's kind, pairs and known records: parsed by the command (not spec options)
+    # the scenario's kind: attribute_run's scenario (its kinds: ScenarioSpec's)
     "scenario": ("ScenarioSpec.kind",),
-    "pairs": ("ScenarioSpec.pairs",),
-    "known_records": ("ScenarioSpec.known_records",),
 }
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from bayes_risk._specs import RECORDS_HELP
 from bayes_risk.cli._common import (
-    RECORDS_HELP,
     add_format_argument,
     add_model_function_argument,
     add_out_argument,
