@@ -50,14 +50,13 @@ def input_arguments(parser: argparse.ArgumentParser) -> tuple[str, ...]:
 #: field itself (:func:`add_spec_options`)
 LIBRARY_NAMES: dict[str, tuple[str, ...]] = {
     "missing_code": ("missing_codes", "missing_labels"),
-    "radius_sweep": ("sweep", "radii"),
+    "radius_sweep": ("radii",),
     "synthesize": ("synthesized",),
     "known_sweep": ("candidates",),
     "target": ("targets",),
     "membership_selection": ("selection",),
     "combining_rules": ("rules", "OverlapSpec.rules"),
     "pmse": ("pmse_method",),
-    "radius_type": ("MatchSpec.radius_type",),
     "targets": ("PopulationSpec.targets",),
     "method_per_column": ("SynthesisSpec.method",),
     "predictor_matrix": ("SynthesisSpec.predictor_matrix",),
@@ -66,8 +65,6 @@ LIBRARY_NAMES: dict[str, tuple[str, ...]] = {
     "population_size": ("AttackSpec.population_size",),
     "bootstrap": ("AttackSpec.bootstrap", "EstimatorSpec.bootstrap"),
     "workers": ("n_workers",),
-    "radius": ("MatchSpec.radius",),
-    "sampling_fraction": ("PopulationSpec.sampling_fraction",),
     # the scenario's kind: attribute_run's scenario (its kinds: ScenarioSpec's)
     "scenario": ("ScenarioSpec.kind",),
 }
