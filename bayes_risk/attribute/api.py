@@ -14,7 +14,7 @@ import pandas as pd
 from bayes_risk._constraints import Options, check_value
 from bayes_risk._memory import check_memory, working_bytes
 from bayes_risk._rng import RandomSeed
-from bayes_risk._specs import as_spec, cli_option
+from bayes_risk._specs import RECORDS_HELP, as_spec, cli_option
 from bayes_risk.attribute import assemble as _assemble
 from bayes_risk.attribute.candidates import CandidateSpec
 from bayes_risk.attribute.chains import agreement_columns
@@ -70,7 +70,9 @@ PARTITION_SIZE = 256
 @interruptible
 def attribute_risk(
     original: pd.DataFrame, synthetic: Any, *, model: Any,
-    records: Sequence[int] | np.ndarray | None = None,
+    records: Annotated[Sequence[int] | np.ndarray | None, cli_option(
+        "--records", f"records to evaluate (default: all records): {RECORDS_HELP}",
+        metavar="RANGE|FILE")] = None,
     candidates: Annotated[str | CandidateSpec | Callable[..., pd.DataFrame], cli_option(
         "--candidates", "candidate sets: one-variable (default), full, k-different:K, "
         "grid:percent:A[:G], grid:additive:W[:G], grid:fixed:LO:HI[:G]; numeric columns use a "

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from bayes_risk._specs import RECORDS_HELP, parse_records
+from bayes_risk._specs import parse_records
 from bayes_risk.attribute.specs import (
     LARGEST_VALUE_SCENARIOS,
     REFIT_COST_HELP,
@@ -214,9 +214,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    "likelihood; see the methods page, section Tree synthesizers: plug-in "
                    "likelihoods)")
     add_input_arguments(p, " the model was fitted to")
-    p.add_argument("--records", default=None, metavar="RANGE|FILE",
-                   help=f"records to evaluate (default: all records): {RECORDS_HELP}")
-    add_argument_options(p, ATTRIBUTE_RISK, fields=("candidates", "prior"))
+    add_argument_options(p, ATTRIBUTE_RISK, fields=("records", "candidates", "prior"))
     add_argument_options(p, RUN.function, fields=("scenario",))
     add_argument_options(p, "bayes_risk.attribute.known_curve:known_fraction_curve", LARGEST_VALUE,
                          "bayes_risk.attribute.knowledge:attribute_known_sweep")
