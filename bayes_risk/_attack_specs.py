@@ -24,7 +24,7 @@ from bayes_risk._constraints import (
     check_value,
     checked,
 )
-from bayes_risk._specs import cli_option
+from bayes_risk._specs import cli_option, split_lists
 
 __all__ = ["PredicateSpec", "GuessSpec", "parse_modes", "parse_column_lists", "two_tables"]
 
@@ -38,7 +38,7 @@ def parse_column_lists(texts: list[str]) -> tuple[list[str], ...]:
     """``--linkability``'s two comma-separated lists of columns (``Age,Urban Income``)."""
     from bayes_risk.exceptions import ValidationError
 
-    out = tuple([c.strip() for c in text.split(",") if c.strip()] for text in texts)
+    out = tuple(split_lists(texts))
     for text, cols in zip(texts, out, strict=True):
         if not cols:
             raise ValidationError("--linkability: expected comma-separated lists of columns, "

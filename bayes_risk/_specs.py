@@ -36,7 +36,10 @@ class CliOption:
     (``None``: the text, or ``type``'s value); the spec checks the value. ``const`` is the value
     of an option given without its value (``nargs="?"``). ``group`` names the argument group of
     the sub-command's help the option is listed in. ``dest`` is where the parsed value is
-    stored (default: the flag's name, ``--min-leaf`` → ``min_leaf``).
+    stored (default: the flag's name, ``--min-leaf`` → ``min_leaf``). ``then``: the
+    destinations of the options whose values follow this option's in the parameter's value (an
+    argument assembled from several flags: ``known`` of ``--known-unsynthesized`` then
+    ``--known-synthesized``).
     """
 
     flag: str
@@ -52,6 +55,7 @@ class CliOption:
     const: Any = None
     dashes: bool = True
     dest: str | None = None
+    then: tuple[str, ...] = ()
 
     def argparse_keywords(self) -> dict[str, Any]:
         """The keywords of ``add_argument`` the option is declared with (``default`` aside)."""
@@ -303,6 +307,8 @@ def _given(options: list[tuple[str, CliOption]], given: Mapping[str, Any]) -> di
     out: dict[str, Any] = {}
     for name, opt in options:
         value = given.get(opt.key)
+        if opt.then and (value is not None or any(given.get(k) is not None for k in opt.then)):
+            value = [*(value or ()), *(v for k in opt.then for v in given.get(k) or ())]
         if value is not None:
             out[name] = opt.value(value)
     return out
@@ -408,6 +414,9 @@ def percent_hint(text: str) -> str:
 
 #: how the command line numbers records (the messages of :func:`parse_records`)
 RECORDS_NOTE = "records are numbered from 0 (the first data row after the header is record 0)"
+#: the help of ``--records`` and the options like it
+RECORDS_HELP = ("record numbers such as '0-199' or '0,5,10-20', or a text file of them "
+                f"(separated by spaces, commas, semicolons or new lines); {RECORDS_NOTE}")
 
 
 def parse_records(text: str | None, n: int, argument: str = "--records") -> list[int] | None:
@@ -488,6 +497,12 @@ def parse_numbers(text: str | None, option: str, *, none: bool = False) -> list[
         raise ValidationError(f"{option} expects comma-separated numbers"
                               f"{' or none' if none else ''}. Got {text!r}.{pct}",
                               code="BAD_OPTION_VALUE") from err
+
+
+def split_lists(texts: Sequence[str]) -> list[list[str]]:
+    """Each text's comma-separated items, empty ones dropped (``--order MAR,RACE,SEX``, one
+    list per text)."""
+    return [[c.strip() for c in t.split(",") if c.strip()] for t in texts]
 
 
 def parse_one_or_pairs(items: list[str] | None, option: str, what: str, *,

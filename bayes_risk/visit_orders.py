@@ -14,7 +14,7 @@ import pandas as pd
 
 from bayes_risk._constraints import COLUMN_NAMES, HasMethods, SequenceOf, check_value
 from bayes_risk._rng import RandomSeed, as_generator, seed_to_json
-from bayes_risk._specs import cli_option
+from bayes_risk._specs import cli_option, split_lists
 from bayes_risk._terminal import progress
 from bayes_risk.data.validate import check_m, require_distinct, require_frame
 from bayes_risk.exceptions import ValidationError, arg_name
@@ -47,8 +47,13 @@ def _check_orders(orders: Any) -> list[tuple[str, ...]]:
 def compare_visit_orders(
     original: pd.DataFrame,
     *,
-    synthesizer: Any,
-    orders: Sequence[Sequence[str]],
+    synthesizer: Annotated[Any, cli_option(
+        "--method", "synthesizer: cart, rf, or a synthesizer registered in the entry-point "
+        "group bayes_risk.synthesizers whose ModelInfo declares visit_order (docs: 'Adding a "
+        "model')", metavar="NAME", required=True)],
+    orders: Annotated[Sequence[Sequence[str]], cli_option(
+        "--order", "one visit order (comma-separated columns); repeat for every order",
+        action="append", metavar="COL,COL,...", required=True, parse=split_lists)],
     known: Sequence[str] | None = None,
     schema: Any = None,
     m: Annotated[int, cli_option("-m", "datasets per order (default 5)", type=int,

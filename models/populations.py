@@ -13,12 +13,13 @@ records the design and the units drawn (it is the agency's: the units drawn are 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import pandas as pd
 
 from bayes_risk._rng import RandomSeed, as_generator, seed_to_json
+from bayes_risk._specs import cli_option
 from bayes_risk.data.synthetic import (
     SAMPLING_DESIGN,
     SAMPLING_FIELD,
@@ -30,9 +31,18 @@ from bayes_risk.exceptions import NotSupportedError, ValidationError, arg_name
 __all__ = ["sampling_with_synthesis"]
 
 
-def sampling_with_synthesis(model: Any, original: pd.DataFrame, *, populations: int,
-                            sample_fraction: float, random_seed: RandomSeed = None
-                            ) -> SyntheticData:
+def sampling_with_synthesis(
+    model: Any,
+    original: pd.DataFrame,
+    *,
+    populations: Annotated[int, cli_option(
+        "--populations", "synthetic populations, one released sample each (instead of -m)",
+        type=int, metavar="N")],
+    sample_fraction: Annotated[float, cli_option(
+        "--sample-fraction", "share of the census's units released, strictly between 0 and 1",
+        type=float, metavar="F")],
+    random_seed: RandomSeed = None,
+) -> SyntheticData:
     """Release a sample of the census from each of ``populations`` synthetic populations.
 
     Parameters

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -14,7 +14,7 @@ import pandas as pd
 from bayes_risk._constraints import Options, check_value
 from bayes_risk._memory import check_memory, working_bytes
 from bayes_risk._rng import RandomSeed
-from bayes_risk._specs import as_spec
+from bayes_risk._specs import RECORDS_HELP, as_spec, cli_option
 from bayes_risk.attribute import assemble as _assemble
 from bayes_risk.attribute.candidates import CandidateSpec
 from bayes_risk.attribute.chains import agreement_columns
@@ -70,9 +70,18 @@ PARTITION_SIZE = 256
 @interruptible
 def attribute_risk(
     original: pd.DataFrame, synthetic: Any, *, model: Any,
-    records: Sequence[int] | np.ndarray | None = None,
-    candidates: str | CandidateSpec | Callable[..., pd.DataFrame] = "one-variable",
-    prior: str | Prior | Any = "uniform",
+    records: Annotated[Sequence[int] | np.ndarray | None, cli_option(
+        "--records", f"records to evaluate (default: all records): {RECORDS_HELP}",
+        metavar="RANGE|FILE")] = None,
+    candidates: Annotated[str | CandidateSpec | Callable[..., pd.DataFrame], cli_option(
+        "--candidates", "candidate sets: one-variable (default), full, k-different:K, "
+        "grid:percent:A[:G], grid:additive:W[:G], grid:fixed:LO:HI[:G]; numeric columns use a "
+        "percent grid (default +/-10 %%, 11 points) and, where the true value is 0, an additive "
+        "grid of that fraction of the column's median non-zero |value| (recorded in "
+        "summary.json)", metavar="RULE")] = "one-variable",
+    prior: Annotated[str | Prior | Any, cli_option(
+        "--prior", "intruder prior: uniform (default), truth-weighted:K, empirical[:ALPHA], "
+        "model-predictive", metavar="PRIOR")] = "uniform",
     scenario: ScenarioSpec | Literal["worst_case", "partially_known", "empty"] = "worst_case",
     estimator: EstimatorSpec | Literal["auto", "stabilised", "is"] = "auto",
     random_seed: RandomSeed = None, progressbar: bool = True, executor: Any = None,

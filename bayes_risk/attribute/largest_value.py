@@ -13,7 +13,7 @@ from bayes_risk._constraints import Interval, checked
 from bayes_risk._numeric import logsumexp, normalise_log
 from bayes_risk._specs import argument_checks, cli_option
 from bayes_risk.attribute.estimator import is_estimate
-from bayes_risk.attribute.specs import DEFAULT_DELTA
+from bayes_risk.attribute.specs import DEFAULT_DELTA, LARGEST_VALUE_SCENARIOS
 from bayes_risk.contract import LargestValuePieces, missing_members
 from bayes_risk.exceptions import ValidationError, arg_name
 
@@ -21,9 +21,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["largest_value_risk", "largest_value_posterior", "constraint_term"]
-
-#: the scenarios of :func:`largest_value_risk` (``"largest_value"``: the worst-case intruder)
-LARGEST_VALUE_SCENARIOS = ("largest_value", "second_largest", "two_largest_sum")
 
 
 def largest_value_risk(

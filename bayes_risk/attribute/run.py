@@ -12,7 +12,8 @@ from typing import Annotated, Any
 
 from bayes_risk._specs import cli_option
 from bayes_risk.attribute.api import attribute_risk
-from bayes_risk.attribute.largest_value import LARGEST_VALUE_SCENARIOS, largest_value_risk
+from bayes_risk.attribute.largest_value import largest_value_risk
+from bayes_risk.attribute.specs import LARGEST_VALUE_SCENARIOS
 from bayes_risk.results.attribute import EVIDENCE_FACTOR
 
 __all__ = ["AttributeRun", "attribute_run", "ATTRIBUTE_FIGURES"]
@@ -107,7 +108,20 @@ def attribute_run(
     synthetic: Any,
     *,
     model: Any,
-    scenario: Any = "worst_case",
+    scenario: Annotated[Any, cli_option(
+        "--scenario", "what the intruder knows: worst-case (default: every other record), "
+        "partially-known (also --known of the target's own values; implied by --known), empty "
+        "(Wang & Reiter's low-risk intruder: nothing about the other records; the record's "
+        "synthetic values stand in for the posterior), two-records (Wei & Reiter: every record "
+        "except the two of each --pairs pair, guessed jointly; class P models), known-records "
+        "(only the records of --known-records, or a random --known-fraction of them; class P "
+        "models; implied by either option); for the largest value of --column (Wei & Reiter; "
+        "Poisson-mixture models): largest-value (every other record known), second-largest "
+        "(only the second-largest record, plus the column total with --total-known), "
+        "two-largest-sum (every record but the two largest, and their sum)",
+        choices=("worst_case", "partially_known", "empty", "two_records", "known_records",
+                 *LARGEST_VALUE_SCENARIOS))
+    ] = "worst_case",
     known_sweep: Sequence[str] | None = None,
     max_size: Annotated[int | None, cli_option(
         "--max-size", "largest subset size evaluated exhaustively by --known-sweep (default: "

@@ -19,7 +19,7 @@ from bayes_risk._constraints import (
     check_value,
     checked,
 )
-from bayes_risk._specs import cli_option
+from bayes_risk._specs import RECORDS_HELP, cli_option
 from bayes_risk.exceptions import NotSupportedError, ValidationError, arg_name
 
 if TYPE_CHECKING:  # module level holds the standard library only (the parsers read the fields)
@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # module level holds the standard library only (the parsers r
 __all__ = ["ScenarioSpec", "EstimatorSpec", "SCENARIOS", "ESTIMATORS", "KHAT_POSTERIORS",
            "KHAT_TOLERANCE", "REFIT_CACHE", "REFIT_CACHE_HELP", "REFIT_COST_HELP",
            "PLUGIN_REPLICATES_HELP", "scenario_arg", "parse_pairs",
-           "DEFAULT_DELTA"]
+           "DEFAULT_DELTA", "LARGEST_VALUE_SCENARIOS"]
 
 #: ``KHAT_HIGH`` under ``khat_rule="material"``: by how much the truth's probability may at
 #: most be understated (probability scale)
@@ -68,6 +68,9 @@ DEFAULT_DELTA = 0.05
 
 #: What the intruder knows (see :class:`ScenarioSpec`).
 SCENARIOS = ("worst_case", "partially_known", "empty", "known_records")
+#: the scenarios of :func:`~bayes_risk.attribute.largest_value.largest_value_risk`
+#: (``"largest_value"``: the worst-case intruder)
+LARGEST_VALUE_SCENARIOS = ("largest_value", "second_largest", "two_largest_sum")
 
 
 
@@ -155,14 +158,22 @@ class ScenarioSpec:
     known: Sequence[str] | None = field(default=None, metadata=cli_option(
         "--known", "synthesized columns the intruder also knows for the target record "
         "(partially-known scenario)", nargs="+", metavar="COL"))
-    pairs: Sequence[tuple[int, int]] | np.ndarray | None = None
+    pairs: Sequence[tuple[int, int]] | np.ndarray | None = field(default=None, metadata=cli_option(
+        "--pairs", "the pairs of records of --scenario two-records (implied by --pairs), such as "
+        "'0:1,2:5', or a text file with one pair 'I J' (or 'I,J', 'I:J') per line; records.csv "
+        "then has one row per pair, numbered from 0 in the order given (column 'pair'), with its "
+        "record_1 and record_2", metavar="PAIRS|FILE",
+        parse=lambda text: parse_pairs(text)))
     known_sums: bool | Sequence[str] | None = field(default=None, metadata=cli_option(
         "--known-sums", "with --scenario two-records: the intruder also knows the sums y_i + "
         "y_j of the pair's numeric synthesized columns COL (none named: every count and "
         "continuous one) and guesses the splits consistent with them; records.csv then has the "
         "sums (sum_COL) and p_true_unordered", nargs="*", metavar="COL",
         parse=lambda cols: tuple(cols) or True))
-    known_records: Sequence[int] | np.ndarray | None = None
+    # the command line reads the records of the text (its run passes their positions)
+    known_records: Sequence[int] | np.ndarray | None = field(default=None, metadata=cli_option(
+        "--known-records", "the records the intruder knows (--scenario known-records; the "
+        f"target's own record is never among them): {RECORDS_HELP}", metavar="RANGE|FILE"))
     known_fraction: float | None = field(default=None, metadata=cli_option(
         "--known-fraction", "instead of --known-records: the intruder knows a random share F in "
         "[0, 1] of the records (the first round(F n) of a random order seeded by --known-seed)",

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bayes_risk._constraints import Interval, SequenceOf, check_fields, checked
-from bayes_risk._specs import as_spec, cli_option, cli_spec, parse_radius
+from bayes_risk._specs import as_spec, cli_option, cli_spec, parse_radius, split_lists
 from bayes_risk._utility_specs import (
     COMBINING_RULES,
     PROPENSITY_METHODS,
@@ -254,8 +254,8 @@ class AuditSettings:
         default=None, metadata=cli_option(
             "--linkability", "attacks step: the columns of the intruder's two tables, each a "
             "comma-separated list (default: the --known columns and the others)",
-            metavar=("COLS_A", "COLS_B"), nargs=2, parse=lambda texts: tuple(
-                [c.strip() for c in t.split(",") if c.strip()] for t in texts)))
+            metavar=("COLS_A", "COLS_B"), nargs=2,
+            parse=lambda texts: tuple(split_lists(texts))))
     # the steps named by the epilog's folders, not read off the registry: --help imports no
     # measure's module; the audit checks the names (those of added measures too)
     skip: Sequence[str] | None = field(default=None, metadata=cli_option(

@@ -7,7 +7,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bayes_risk._specs import RECORDS_NOTE
 from bayes_risk.cli.parsers import add_argument_options
 from bayes_risk.exceptions import ValidationError
 
@@ -16,7 +15,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "add_type_arguments", "add_seed_argument", "add_quiet_argument", "add_out_argument",
-    "RECORDS_HELP", "print_summary", "read_records_table",
+    "print_summary", "read_records_table",
     "read_inputs", "missing_labels", "numeric_columns", "add_format_argument",
     "schema_from_args",
     "release_schema", "add_dask_arguments",
@@ -162,12 +161,6 @@ def add_out_argument(p: argparse.ArgumentParser, what: str, *, required: bool = 
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing --out (file or folder); the old one is replaced only "
                    "once the new output is complete")
-
-
-RECORDS_HELP = (
-    "record numbers such as '0-199' or '0,5,10-20', or a text file of them (separated by "
-    f"spaces, commas, semicolons or new lines); {RECORDS_NOTE}"
-)
 
 
 def missing_labels(args: argparse.Namespace) -> dict[str, list[str]] | None:

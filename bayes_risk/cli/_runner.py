@@ -61,6 +61,9 @@ class Run:
         The library function, ``"module:name"`` (imported when the run starts); its
         parameters that declare an option (``param: Annotated[T, cli_option(...)]``,
         :func:`bayes_risk._specs.cli_arguments`) are passed when their option is given.
+    passes : tuple
+        The functions ``function`` passes its other keywords to (``**options``), whose
+        options given are passed as its own.
     specs : mapping
         Keyword -> spec class, built from its options before any file is read, or a function
         of the options building it; ``"group.keyword"``: that keyword of an argument group's
@@ -110,6 +113,7 @@ class Run:
     """
 
     function: str
+    passes: tuple[str, ...] = ()
     specs: Mapping[str, type | Callable[[argparse.Namespace], Any]] = dataclasses.field(
         default_factory=dict)
     argument_groups: Mapping[str, str] = dataclasses.field(default_factory=dict)
@@ -139,7 +143,8 @@ class Run:
             self.check(args)
         kw: dict[str, Any] = {k: spec(**spec_values(spec, given)) if isinstance(spec, type)
                               else spec(args) for k, spec in self.specs.items()}
-        kw.update(argument_values(self.function, given))
+        for function in (self.function, *self.passes):
+            kw.update(argument_values(function, given))
         kw.update({k: argument_values(f, given) for k, f in self.argument_groups.items()})
         for k in [k for k in kw if "." in k]:  # a spec of one of the calls: in its mapping
             group, _, keyword = k.partition(".")

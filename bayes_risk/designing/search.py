@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import pandas as pd
@@ -21,6 +21,7 @@ from bayes_risk._constraints import InstanceOf, check_value
 from bayes_risk._memory import peak_memory
 from bayes_risk._rng import given_or_fresh
 from bayes_risk._search_spec import OBJECTIVES, SearchSpec
+from bayes_risk._specs import cli_option
 from bayes_risk._terminal import say
 from bayes_risk.designing.evaluate import (
     Evaluator,
@@ -85,11 +86,17 @@ def _cpu_deadline(seconds: float | None) -> Iterator[bool]:
 def design(
     original: pd.DataFrame | str | os.PathLike[str],
     *,
-    known: Sequence[str],
-    start: Any = None,
+    known: Annotated[Sequence[str], cli_option(
+        "--known", "columns the intruder knows (as bayes-risk audit)", nargs="+", metavar="COL",
+        required=True)],
+    start: Annotated[Any, cli_option(
+        "--start", "the failing audit to start from: its release's columns, method and m, and "
+        "the lines past their thresholds, seed the space; its steps' times give the cost stated "
+        "before the work", metavar="AUDIT_DIR")] = None,
     space: DesignSpace | Mapping[str, Any] | None = None,
     settings: Any = None,
-    categorical: Sequence[str] | None = None,
+    categorical: Annotated[Sequence[str] | None, cli_option(
+        "--categorical", "integer-coded factors of ORIGINAL", nargs="+", metavar="COL")] = None,
     search: SearchSpec | None = None,
     out: str | os.PathLike[str] | None = None,
     resume: bool = False,

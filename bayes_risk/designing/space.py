@@ -25,7 +25,7 @@ from bayes_risk._constraints import (
     check_value,
 )
 from bayes_risk._search_spec import OBJECTIVES
-from bayes_risk._specs import cli_option
+from bayes_risk._specs import cli_option, split_lists
 from bayes_risk.exceptions import ValidationError
 
 __all__ = ["DesignSpace", "Remedy", "REMEDIES", "KNOBS", "SPACE", "register_remedy",
@@ -320,11 +320,6 @@ def _pairs(items: Sequence[str], option: str) -> dict[str, str]:
     return out
 
 
-def _column_sets(texts: Sequence[str]) -> list[list[str]]:
-    """``--columns``: each column set comma-separated (``Tenure,Income``)."""
-    return [[c.strip() for c in s.split(",") if c.strip()] for s in texts]
-
-
 def _knobs(items: Sequence[str]) -> dict[str, dict[str, list[Any]]]:
     """``--knob METHOD.SETTING=V,V`` (repeated) as ``{method: {setting: values}}``."""
     knobs: dict[str, dict[str, list[Any]]] = {}
@@ -417,7 +412,7 @@ class DesignSpace:
 
     columns: Sequence[Sequence[str]] | None = field(default=None, metadata=cli_option(
         "--columns", "column sets to synthesize, each comma-separated", nargs="+",
-        metavar="COL,COL", parse=_column_sets, group=SPACE))
+        metavar="COL,COL", parse=split_lists, group=SPACE))
     methods: Sequence[str] | None = field(default=None, metadata=cli_option(
         "--methods", "synthesizers (cart, rf, dpmpm, pmm, ...)", nargs="+", metavar="METHOD",
         group=SPACE))

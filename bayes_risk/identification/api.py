@@ -43,8 +43,12 @@ def identification_risk(
     original: pd.DataFrame,
     synthetic: Sequence[pd.DataFrame] | SyntheticData | None,
     *,
-    known: Sequence[str],
-    synthesized: Sequence[str] | None = None,
+    known: Annotated[Sequence[str], cli_option(
+        "--known-unsynthesized", "known columns released unchanged", nargs="+", metavar="COL",
+        then=("known_synthesized",))],
+    synthesized: Annotated[Sequence[str] | None, cli_option(
+        "--known-synthesized", "known columns that were synthesized", nargs="+",
+        metavar="COL")] = None,
     categorical: Sequence[str] | None = None,
     schema: Schema | None = None,
     match: MatchSpec | None = None,

@@ -263,7 +263,7 @@ def test_one_name_for_one_thing():
     """``--model`` is a fitted-model folder wherever it is shown, ``--method`` a model type,
     ORIGINAL the confidential table (a positional argument), and ``--records`` has one
     syntax (0-based record numbers)."""
-    from bayes_risk.cli._common import RECORDS_HELP
+    from bayes_risk._specs import RECORDS_HELP
 
     for name, p in _subparsers().items():
         shown = {o: a for a in p._actions if a.help != "==SUPPRESS==" for o in a.option_strings}

@@ -32,7 +32,9 @@ SPECS_OF = {"identification": (MatchSpec, PopulationSpec), "membership": (Attack
             "audit": (AuditSettings,), "fit": (Sampling,), "disclosure": (ExclusionSpec,),
             "design": (DesignSpace, SearchSpec)}
 #: the fields of another spec a command declares alone (add_spec_options(fields=...))
-FIELDS_OF = {"design": ((EstimatorSpec, ("plugin_replicates",)),)}
+FIELDS_OF = {"design": ((EstimatorSpec, ("plugin_replicates",)),),
+             "orders": ((MatchSpec, ("radius", "radius_type")),
+                        (PopulationSpec, ("membership", "sampling_fraction")))}
 
 
 def spec_options(spec: type) -> dict[str, str]:
@@ -453,3 +455,29 @@ def test_a_parameters_option_is_read_off_the_signature(tmp_path, monkeypatch):
     assert argument_checks(size_of) == {"size": Interval(int, 1)}
     with pytest.raises(AttributeError, match="'optpkg.lib' has no function 'nope'"):
         cli_arguments("optpkg.lib:nope")
+
+
+def test_orders_takes_the_intruder_options_of_identification():
+    # one declaration: --known-* of identification_risk (known = unsynthesized, then
+    # synthesized), --radius ... of MatchSpec and PopulationSpec, --order of compare_visit_orders
+    from bayes_risk._specs import argument_values
+    from bayes_risk.cli.parsers import orders
+
+    subs = _subparsers()
+    args = subs["orders"].parse_args([
+        "o.csv", "--method", "cart", "--order", "A, B", "--order", "B,A", "--known-unsynthesized",
+        "C", "--radius", "C=0.1", "--membership", "unknown", "--sampling-fraction", "0.2",
+        "--out", "o"])
+    given = argument_values(orders.RUN.function, vars(args))
+    assert given["orders"] == [["A", "B"], ["B", "A"]]
+    assert orders._known(args, given) == ["C", "A", "B"]
+    ident = orders._identification(args, given)
+    assert ident["match"].radius == {"C": 0.1}
+    assert (ident["population"].membership, ident["population"].sampling_fraction,
+            ident["population"].counts) == ("unknown", 0.2, "loglinear_synthetic")
+    ident = subs["identification"].parse_args(["o.csv", "s.csv", "--known-synthesized", "B",
+                                               "--known-unsynthesized", "A", "--out", "o"])
+    assert argument_values(orders.IDENTIFICATION_RISK, vars(ident)) == {
+        "known": ["A", "B"], "synthesized": ["B"]}
+    assert orders._identification(subs["orders"].parse_args(
+        ["o.csv", "--method", "cart", "--order", "A", "--out", "o"]), given) == {}

@@ -50,15 +50,13 @@ def input_arguments(parser: argparse.ArgumentParser) -> tuple[str, ...]:
 #: field itself (:func:`add_spec_options`)
 LIBRARY_NAMES: dict[str, tuple[str, ...]] = {
     "missing_code": ("missing_codes", "missing_labels"),
-    "radius_sweep": ("sweep", "radii"),
+    "radius_sweep": ("radii",),
     "synthesize": ("synthesized",),
-    "known_synthesized": ("synthesized",),
     "known_sweep": ("candidates",),
     "target": ("targets",),
     "membership_selection": ("selection",),
     "combining_rules": ("rules", "OverlapSpec.rules"),
     "pmse": ("pmse_method",),
-    "radius_type": ("MatchSpec.radius_type",),
     "targets": ("PopulationSpec.targets",),
     "method_per_column": ("SynthesisSpec.method",),
     "predictor_matrix": ("SynthesisSpec.predictor_matrix",),
@@ -67,12 +65,8 @@ LIBRARY_NAMES: dict[str, tuple[str, ...]] = {
     "population_size": ("AttackSpec.population_size",),
     "bootstrap": ("AttackSpec.bootstrap", "EstimatorSpec.bootstrap"),
     "workers": ("n_workers",),
-    "radius": ("MatchSpec.radius",),
-    "sampling_fraction": ("PopulationSpec.sampling_fraction",),
-    # the scenario's kind, pairs and known records: parsed by the command (not spec options)
+    # the scenario's kind: attribute_run's scenario (its kinds: ScenarioSpec's)
     "scenario": ("ScenarioSpec.kind",),
-    "pairs": ("ScenarioSpec.pairs",),
-    "known_records": ("ScenarioSpec.known_records",),
 }
 
 
@@ -195,8 +189,8 @@ def add_argument_options(parser: Any, *functions: Any,
 
     for function in functions:
         for name, opt in cli_arguments(function):
-            if fields is None or name in fields:
-                _declare(parser, opt).library_names = (name,)
+            if fields is None or name in fields:  # none of an argument's several flags is it
+                _declare(parser, opt).library_names = () if opt.then else (name,)
 
 
 def _declare(parser: argparse.ArgumentParser, opt: Any) -> Any:

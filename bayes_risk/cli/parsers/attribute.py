@@ -7,20 +7,25 @@ import argparse
 from typing import Any
 
 from bayes_risk._specs import parse_records
-from bayes_risk.attribute.specs import REFIT_COST_HELP, EstimatorSpec, ScenarioSpec, parse_pairs
+from bayes_risk.attribute.specs import (
+    LARGEST_VALUE_SCENARIOS,
+    REFIT_COST_HELP,
+    EstimatorSpec,
+    ScenarioSpec,
+)
 from bayes_risk.cli import _common
-from bayes_risk.cli._common import RECORDS_HELP, add_input_arguments, add_run_arguments
+from bayes_risk.cli._common import add_input_arguments, add_run_arguments
 from bayes_risk.cli._runner import Run
 from bayes_risk.cli.parsers import add_argument_options, add_spec_options
 
 __all__ = ["add_parser", "RUN", "BUSINESS"]
 
-#: ``--scenario`` values; the last three are the Wei & Reiter largest-value scenarios
-SCENARIO_CHOICES = ("worst-case", "partially-known", "empty", "two-records", "known-records",
-                    "largest-value", "second-largest", "two-largest-sum")
-LARGEST_VALUE_CHOICES = SCENARIO_CHOICES[5:]
+#: ``--scenario``'s Wei & Reiter largest-value scenarios
+LARGEST_VALUE_CHOICES = tuple(s.replace("_", "-") for s in LARGEST_VALUE_SCENARIOS)
 #: the intruder of the largest value, whose options the command takes
 LARGEST_VALUE = "bayes_risk.attribute.largest_value:largest_value_risk"
+#: the intruder of the other scenarios (--candidates, --prior)
+ATTRIBUTE_RISK = "bayes_risk.attribute.api:attribute_risk"
 
 
 def _business(args: argparse.Namespace) -> bool:
@@ -78,8 +83,7 @@ def _check(args: argparse.Namespace) -> None:
             check_value(values.pop("seed"), Interval(int, 0), "ScenarioSpec.seed")
     largest = given in LARGEST_VALUE_CHOICES
     flags = {f.name: opt.flag for f, opt in cli_fields(ScenarioSpec)}
-    scenario_options = [flags[k] for k in values] + [o for o, v in (
-        ("--pairs", args.pairs), ("--known-records", args.known_records)) if v is not None]
+    scenario_options = [flags[k] for k in values]
     if largest and args.column is None:
         raise ValidationError(f"--scenario {given} needs --column (the magnitude column).",
                               code="OPTION_REQUIRED")
@@ -116,11 +120,10 @@ def _scenario(args: argparse.Namespace, read: dict[str, Any]) -> Any:
     values = spec_values(ScenarioSpec, vars(args))
     if args.known_curve:  # --known-seed is the curve's (the spec's applies to known-records)
         values.pop("seed", None)
-    n = len(read["original"])
-    return ScenarioSpec(
-        kind=given.replace("-", "_"), **values,
-        pairs=None if args.pairs is None else parse_pairs(args.pairs),
-        known_records=parse_records(args.known_records, n, "--known-records"))
+    if "known_records" in values:  # record numbers of ORIGINAL
+        values["known_records"] = parse_records(values["known_records"], len(read["original"]),
+                                                "--known-records")
+    return ScenarioSpec(kind=given.replace("-", "_"), **values)
 
 
 def _model(args: argparse.Namespace, read: dict[str, Any]) -> Any:
@@ -144,21 +147,22 @@ def _model(args: argparse.Namespace, read: dict[str, Any]) -> Any:
 def _candidates(args: argparse.Namespace, read: dict[str, Any]) -> Any:
     """``--candidates``, with the model's grids; as given for the low-risk intruder (scenario
     empty: no candidate sets) and the largest-value scenarios (none)."""
-    scenario = read["scenario"]
+    scenario, candidates = read["scenario"], read.get("candidates", "one-variable")
     if isinstance(scenario, str) or scenario.kind == "empty":
-        return args.candidates
+        return candidates
     from bayes_risk.attribute.candidates import model_candidates
 
-    return model_candidates(args.candidates, read["model"], read["original"])
+    return model_candidates(candidates, read["model"], read["original"])
 
 
 #: attribute_run of --model (else the release's plug-in), ORIGINAL and SYN: the scenario's run
 #: with the knowledge sweep and the known-records curve given, or a largest-value intruder
 RUN = Run(
-    "bayes_risk.attribute.run:attribute_run", check=_check, specs={"estimator": EstimatorSpec},
+    "bayes_risk.attribute.run:attribute_run", passes=(ATTRIBUTE_RISK,), check=_check,
+    specs={"estimator": EstimatorSpec},
     argument_groups={"largest_value": LARGEST_VALUE},
     reads=(("scenario", _scenario), ("model", _model), "records", ("candidates", _candidates),
-           ("prior", lambda args, v: args.prior), "random_seed", "progressbar",
+           "random_seed", "progressbar",
            "allow_other_model", ("known_sweep", lambda args, v: args.known_sweep),
            ("known_curve", lambda args, v: args.known_curve),
            ("curve_seed", lambda args, v: args.known_seed or 0)),
@@ -210,40 +214,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    "likelihood; see the methods page, section Tree synthesizers: plug-in "
                    "likelihoods)")
     add_input_arguments(p, " the model was fitted to")
-    p.add_argument("--records", default=None, metavar="RANGE|FILE",
-                   help=f"records to evaluate (default: all records): {RECORDS_HELP}")
-    p.add_argument("--candidates", default="one-variable", metavar="RULE",
-                   help="candidate sets: one-variable (default), full, k-different:K, "
-                   "grid:percent:A[:G], grid:additive:W[:G], grid:fixed:LO:HI[:G]; numeric "
-                   "columns use a percent grid (default +/-10 %%, 11 points) and, where the true "
-                   "value is 0, an additive grid of that fraction of the column's median non-zero "
-                   "|value| (recorded in summary.json)")
-    p.add_argument("--prior", default="uniform", metavar="PRIOR",
-                   help="intruder prior: uniform (default), truth-weighted:K, empirical[:ALPHA], "
-                   "model-predictive")
-    p.add_argument("--scenario", default=None, choices=list(SCENARIO_CHOICES),
-                   help="what the intruder knows: worst-case (default: every other record), "
-                   "partially-known (also --known of the target's own values; implied by "
-                   "--known), empty (Wang & Reiter's low-risk intruder: nothing about the other "
-                   "records; the record's synthetic values stand in for the posterior), "
-                   "two-records (Wei & Reiter: every record except the two of each --pairs pair, "
-                   "guessed jointly; class P models), known-records (only the records of "
-                   "--known-records, or a random --known-fraction of them; class P models; "
-                   "implied by either option); for the largest value of --column (Wei & "
-                   "Reiter; Poisson-mixture models): largest-value (every other record known), "
-                   "second-largest (only the second-largest record, plus the column total with "
-                   "--total-known), two-largest-sum (every record but the two largest, and their "
-                   "sum)")
-    p.add_argument("--pairs", default=None, metavar="PAIRS|FILE",
-                   help="the pairs of records of --scenario two-records (implied by --pairs), "
-                   "such as '0:1,2:5', or a text file with one pair 'I J' (or 'I,J', 'I:J') per "
-                   "line; records.csv then has one row per pair, numbered from 0 in the order "
-                   "given (column 'pair'), with its record_1 and record_2")
-    p.add_argument("--known-records", default=None, metavar="RANGE|FILE",
-                   help="the records the intruder knows (--scenario known-records; the target's "
-                   f"own record is never among them): {RECORDS_HELP}")
+    add_argument_options(p, ATTRIBUTE_RISK, fields=("records", "candidates", "prior"))
+    add_argument_options(p, RUN.function, fields=("scenario",))
     add_argument_options(p, "bayes_risk.attribute.known_curve:known_fraction_curve", LARGEST_VALUE,
-                         "bayes_risk.attribute.knowledge:attribute_known_sweep", RUN.function)
+                         "bayes_risk.attribute.knowledge:attribute_known_sweep")
+    add_argument_options(p, RUN.function, fields=("max_size",))
     # the business-data measures, which read the release alone (no model)
     add_argument_options(p, *BUSINESS.argument_groups.values())
     add_spec_options(p, ScenarioSpec, EstimatorSpec)

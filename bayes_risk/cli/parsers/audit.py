@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import textwrap
 
+from bayes_risk._specs import RECORDS_HELP
 from bayes_risk._thresholds import builtin_thresholds
 from bayes_risk.auditing.settings import SETTINGS_GROUP, AuditSettings
 from bayes_risk.cli._common import (
-    RECORDS_HELP,
     add_input_arguments,
     add_run_arguments,
     add_type_arguments,

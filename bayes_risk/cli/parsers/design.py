@@ -8,7 +8,7 @@ from typing import Any
 from bayes_risk._search_spec import SEARCH, SearchSpec
 from bayes_risk.attribute.specs import EstimatorSpec
 from bayes_risk.cli._common import add_run_arguments
-from bayes_risk.cli.parsers import add_spec_options
+from bayes_risk.cli.parsers import add_argument_options, add_spec_options
 from bayes_risk.designing.space import SPACE, DesignSpace
 
 __all__ = ["add_parser"]
@@ -65,14 +65,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("original", metavar="ORIGINAL", help="the confidential table (.csv, "
                    ".parquet, SAS, Stata or SPSS)")
-    p.add_argument("--known", nargs="+", required=True, metavar="COL",
-                   help="columns the intruder knows (as bayes-risk audit)")
-    p.add_argument("--start", default=None, metavar="AUDIT_DIR",
-                   help="the failing audit to start from: its release's columns, method and m, "
-                   "and the lines past their thresholds, seed the space; its steps' times give "
-                   "the cost stated before the work")
-    p.add_argument("--categorical", nargs="+", default=[], metavar="COL",
-                   help="integer-coded factors of ORIGINAL")
+    add_argument_options(p, "bayes_risk.designing.search:design")
     # the space: --space, then DesignSpace's options (given, they override the file's fields)
     g = p.add_argument_group(SPACE)
     g.add_argument("--space", default=None, metavar="FILE.json",

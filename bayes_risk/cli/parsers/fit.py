@@ -10,8 +10,8 @@ import textwrap
 from typing import Any
 
 from bayes_risk._sampling_spec import Sampling
+from bayes_risk._specs import RECORDS_HELP
 from bayes_risk.cli._common import (
-    RECORDS_HELP,
     add_input_arguments,
     add_run_arguments,
     add_type_arguments,

@@ -17,7 +17,10 @@ from bayes_risk.identification.specs import (
     PopulationSpec,
 )
 
-__all__ = ["add_parser", "RUN"]
+__all__ = ["add_parser", "RUN", "IDENTIFICATION_RISK"]
+
+#: the library function declaring the intruder's options (--known-unsynthesized ...)
+IDENTIFICATION_RISK = "bayes_risk.identification.api:identification_risk"
 
 
 def _check(args: argparse.Namespace) -> None:
@@ -41,7 +44,7 @@ def _check(args: argparse.Namespace) -> None:
                "it" if args.known_sweep else "") + ".",
             code="OPTION_REQUIRED",
         )
-    require_distinct([*args.known_unsynthesized, *args.known_synthesized],
+    require_distinct(_known(args),
                      "--known-unsynthesized + --known-synthesized",
                      hint="Give each known column once, in the option of its role.",
                      code="BAD_OPTION_VALUE")
@@ -58,6 +61,13 @@ def _check(args: argparse.Namespace) -> None:
         raise ValidationError("--radius-refine needs --radius-search (it refines that search).",
                               code="OPTION_REQUIRED")
     _common.check_max_size(args)
+
+
+def _known(args: argparse.Namespace) -> list[str]:
+    """``known=``: --known-unsynthesized, then --known-synthesized."""
+    from bayes_risk._specs import argument_values
+
+    return argument_values(IDENTIFICATION_RISK, vars(args)).get("known", [])
 
 
 def _per_dataset(args: argparse.Namespace) -> bool:
@@ -149,8 +159,9 @@ RUN = Run(
            ("aggregation", lambda args, v: (
                (args.aggregation or "").replace("-", "_") or None
                if v["replicates"] is not None or _per_dataset(args) else "pooled_measures")),
-           ("known", lambda args, v: [*args.known_unsynthesized, *args.known_synthesized]),
-           ("synthesized", lambda args, v: list(args.known_synthesized)),
+           ("known", lambda args, v: _known(args)),
+           # none given: none synthesized (not the release's manifest, the library's default)
+           ("synthesized", lambda args, v: list(args.known_synthesized or ())),
            "progressbar"),
     inputs=("original", "synthetic", "targets?"), files=_files, dask=True, hand_over=True,
     dpi=120)
@@ -188,13 +199,10 @@ def add_parser(subparsers: Any) -> None:
                               "released records)", description=_DESCRIPTION,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     add_input_arguments(p, recoded=True)
-    p.add_argument("--known-unsynthesized", nargs="+", default=[], metavar="COL",
-                   help="known columns released unchanged")
-    p.add_argument("--known-synthesized", nargs="+", default=[], metavar="COL",
-                   help="known columns that were synthesized")
+    add_argument_options(p, IDENTIFICATION_RISK, fields=("known", "synthesized"))
     add_type_arguments(p)
     p.add_argument_group(MATCHING)  # listed before the intruder's options
-    add_argument_options(p, "bayes_risk.identification.api:identification_risk")
+    add_argument_options(p, IDENTIFICATION_RISK, fields=("aggregation",))
     add_spec_options(p, MatchSpec, PopulationSpec)
     add_argument_options(p, RUN.function)  # the run's radius search, sweeps and records.csv
     p.add_argument_group(REPLICATES).add_argument(

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from bayes_risk.cli._common import RECORDS_HELP, add_input_arguments, add_run_arguments
+from bayes_risk._specs import RECORDS_HELP
+from bayes_risk.cli._common import add_input_arguments, add_run_arguments
 from bayes_risk.cli._runner import Run
 from bayes_risk.cli.parsers import add_argument_options, add_spec_options
 from bayes_risk.membership.specs import AttackSpec, RatioSpec

@@ -7,9 +7,11 @@ from typing import Any
 
 from bayes_risk.cli._common import add_input_arguments, add_run_arguments, add_type_arguments
 from bayes_risk.cli._runner import Run
-from bayes_risk.cli.parsers import add_argument_options
+from bayes_risk.cli.parsers import add_argument_options, add_spec_options
 from bayes_risk.cli.parsers.fit import add_model_options
+from bayes_risk.cli.parsers.identification import IDENTIFICATION_RISK
 from bayes_risk.fit_options.trees import tree_options
+from bayes_risk.identification.specs import MatchSpec, PopulationSpec
 
 __all__ = ["add_parser", "RUN"]
 
@@ -21,14 +23,6 @@ def _check(args: argparse.Namespace) -> None:
 
         raise ValidationError("--membership unknown needs --sampling-fraction A.",
                               code="OPTION_REQUIRED")
-
-
-def _orders(args: argparse.Namespace, read: dict[str, Any]) -> list[list[str]]:
-    """The visit orders of --order, each a column of ORIGINAL."""
-    orders = [[c.strip() for c in o.split(",") if c.strip()] for o in args.order]
-    for o in orders:
-        read["schema"].check_columns(o, "--order")
-    return orders
 
 
 def _synthesizer(args: argparse.Namespace, read: dict[str, Any]) -> Any:
@@ -49,17 +43,15 @@ def _synthesizer(args: argparse.Namespace, read: dict[str, Any]) -> Any:
 
 
 def _identification(args: argparse.Namespace, read: dict[str, Any]) -> dict[str, Any]:
-    """The identification risk's match (--radius) and population (--membership unknown)."""
-    from bayes_risk._specs import parse_key_value
+    """The identification risk's match (--radius) and population (--membership unknown: the
+    counts of the log-linear model refitted on each synthetic dataset)."""
+    from bayes_risk._specs import spec_values
     from bayes_risk.identification.specs import MatchSpec, PopulationSpec
 
-    ident: dict[str, Any] = {}
-    if args.radius:
-        ident["match"] = MatchSpec(radius=parse_key_value(args.radius, "--radius", float),
-                                   radius_type=args.radius_type)
-    if args.membership == "unknown":
-        ident["population"] = PopulationSpec(membership="unknown", counts="loglinear_synthetic",
-                                              sampling_fraction=args.sampling_fraction)
+    match, population = spec_values(MatchSpec, vars(args)), spec_values(PopulationSpec, vars(args))
+    ident: dict[str, Any] = {"match": MatchSpec(**match)} if match else {}
+    if population.get("membership") == "unknown":
+        ident["population"] = PopulationSpec(**population, counts="loglinear_synthetic")
     return ident
 
 
@@ -67,13 +59,13 @@ def _known(args: argparse.Namespace, read: dict[str, Any]) -> list[str]:
     """The intruder's columns: --known-unsynthesized, then --known-synthesized (default: every
     column of the orders)."""
     synthesized = list(dict.fromkeys(c for o in read["orders"] for c in o))
-    return [*args.known_unsynthesized,
+    return [*(args.known_unsynthesized or ()),
             *(args.known_synthesized if args.known_synthesized is not None else synthesized)]
 
 
 #: compare_visit_orders of ORIGINAL: one synthesizer of --method, every --order
 RUN = Run("bayes_risk.visit_orders:compare_visit_orders", check=_check, inputs=("original",),
-          reads=("types", ("orders", _orders), ("synthesizer", _synthesizer),
+          reads=("types", ("synthesizer", _synthesizer),
                  ("identification", _identification), ("known", _known), "random_seed",
                  "progressbar"),
           tables={"orders.csv": lambda res: res.table},
@@ -95,31 +87,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                               "order (same seeds for every order, so differences come from the "
                               "order) and tabulate the mean pMSE and pMSE ratio over the m "
                               "datasets and the identification risk of an intruder who knows the "
-                              "given columns (Caiola & Reiter 2010 recommend comparing orders "
-                              "this way).", epilog=_EPILOG,
+                              "given columns (default: every synthesized one; Caiola & Reiter "
+                              "2010 recommend comparing orders this way).", epilog=_EPILOG,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     add_input_arguments(p, synthetic=None)
-    # no argparse choices: any registered synthesizer whose ModelInfo declares visit_order
-    p.add_argument("--method", required=True, metavar="NAME",
-                   help="synthesizer: cart, rf, or a synthesizer registered in the entry-point "
-                        "group bayes_risk.synthesizers whose ModelInfo declares visit_order "
-                        "(docs: 'Adding a model')")
-    p.add_argument("--order", action="append", required=True, metavar="COL,COL,...",
-                   help="one visit order (comma-separated columns); repeat for every order")
-    p.add_argument("--known-unsynthesized", nargs="+", default=[], metavar="COL",
-                   help="columns the intruder knows that are released unchanged")
-    p.add_argument("--known-synthesized", nargs="+", default=None, metavar="COL",
-                   help="synthesized columns the intruder knows (default: all)")
-    p.add_argument("--radius", action="append", default=[], metavar="COL=R",
-                   help="radius of a known continuous column (repeat per column)")
-    p.add_argument("--radius-type", choices=["percentage", "absolute"], default="percentage")
-    p.add_argument("--membership", choices=["known", "unknown"], default="known",
-                   help="whether the intruder knows who is in the file (unknown needs "
-                        "--sampling-fraction; population counts from the log-linear model "
-                        "refitted on each synthetic dataset)")
-    p.add_argument("--sampling-fraction", type=float, default=None, metavar="A")
+    # --method: no argparse choices, any registered synthesizer whose ModelInfo declares
+    # visit_order; the intruder's options are identification's (without a known column: the
+    # synthesized ones)
+    add_argument_options(p, RUN.function, fields=("synthesizer", "orders"))
+    add_argument_options(p, IDENTIFICATION_RISK, fields=("known", "synthesized"))
+    add_spec_options(p, MatchSpec, fields=("radius", "radius_type"))
+    add_spec_options(p, PopulationSpec, fields=("membership", "sampling_fraction"))
     add_type_arguments(p, fits=True)
-    add_argument_options(p, RUN.function)  # compare_visit_orders' -m
+    add_argument_options(p, RUN.function, fields=("m",))
     add_model_options(p, tree_options(orders=True), "cart, rf")
     add_run_arguments(p, RUN, "orders.csv, summary.json", seed=1)
     return p

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from bayes_risk._specs import RECORDS_HELP
 from bayes_risk.cli._common import (
-    RECORDS_HELP,
     add_format_argument,
     add_model_function_argument,
     add_out_argument,
@@ -13,7 +13,7 @@ from bayes_risk.cli._common import (
     add_seed_argument,
     add_type_arguments,
 )
-from bayes_risk.cli.parsers import Handler
+from bayes_risk.cli.parsers import Handler, add_argument_options
 from bayes_risk.cli.parsers.fit import add_model_options
 from bayes_risk.fit_options.trees import TREES, tree_options
 
@@ -94,10 +94,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "drawn (it is the agency's). Measure it with the census as the original: identification "
         "takes every census unit as a target whose membership the intruder does not know, the "
         "utility applies the sampling-with-synthesis combining rules")
-    g.add_argument("--populations", type=int, default=None, metavar="N",
-                   help="synthetic populations, one released sample each (instead of -m)")
-    g.add_argument("--sample-fraction", type=float, default=None, metavar="F",
-                   help="share of the census's units released, strictly between 0 and 1")
+    add_argument_options(g, "bayes_risk.models.populations:sampling_with_synthesis")
     p.add_argument("--csv", action="store_true", help="also write CSV copies of the datasets")
     add_format_argument(p)
     add_quiet_argument(p)
