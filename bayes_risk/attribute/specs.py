@@ -6,7 +6,7 @@ import dataclasses
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from bayes_risk._constraints import (
     COLUMN_NAMES,
@@ -14,6 +14,8 @@ from bayes_risk._constraints import (
     InstanceOf,
     Interval,
     Options,
+    Relation,
+    Requires,
     Text,
     check_fields,
     check_value,
@@ -91,13 +93,13 @@ _KNOWN_HINT = (
 
 #: the fields of ``ScenarioSpec`` that one scenario takes: field -> (that scenario, why no other)
 _SCENARIO_FIELDS = {
-    "known": ("partially_known", ": the intruder of the other scenarios knows none of the "
-              "target's synthesized values."),
-    "pairs": ("two_records", "; use records= to choose the records of the other scenarios."),
-    "known_sums": ("two_records", "."),
-    "known_records": ("known_records", "."),
-    "known_fraction": ("known_records", "."),
-    "seed": ("known_records", "."),
+    "known": ("partially_known", "the intruder of the other scenarios knows none of the "
+              "target's synthesized values"),
+    "pairs": ("two_records", "use records= to choose the records of the other scenarios"),
+    "known_sums": ("two_records", ""),
+    "known_records": ("known_records", ""),
+    "known_fraction": ("known_records", ""),
+    "seed": ("known_records", ""),
 }
 
 #: the estimators of ``EstimatorSpec.kind`` (``"auto"``: chosen from the model's capabilities)
@@ -172,6 +174,17 @@ class ScenarioSpec:
         "(default 0; the sets of one seed are nested as the share grows)", type=int,
         metavar="S") | checked([Interval(int, 0), None]))
 
+    #: the fields against each other (checked by ``check_fields``): a scenario's own fields
+    #: with it alone, and what it needs
+    RELATIONS: ClassVar[tuple[Relation, ...]] = (
+        *(Requires(name, "kind", equal=(kind,), why=why)
+          for name, (kind, why) in _SCENARIO_FIELDS.items()),
+        Requires("kind", "known", when=("partially_known",), code="INVALID_ARGUMENT",
+                 why="the synthesized columns the intruder knows"),
+        Requires("kind", "pairs", when=("two_records",), code="INVALID_ARGUMENT",
+                 why="the pairs of records the intruder does not know"),
+    )
+
     def __post_init__(self) -> None:
         if self.kind not in (*SCENARIOS, "two_records"):
             raise NotSupportedError(
@@ -186,16 +199,6 @@ class ScenarioSpec:
             object.__setattr__(self, "known", known or None)
         if self.known_sums is False:
             object.__setattr__(self, "known_sums", None)
-        for name, (kind, why) in _SCENARIO_FIELDS.items():
-            if getattr(self, name) is not None and self.kind != kind:
-                raise ValidationError(f"ScenarioSpec.{name} applies to {_kind(kind)} only "
-                                      f"({_kind(self.kind)}){why}")
-        if not self.known and self.kind == "partially_known":
-            raise ValidationError(f"{_kind('partially_known')} needs known (ScenarioSpec.known): "
-                                  "the synthesized columns the intruder knows.")
-        if self.pairs is None and self.kind == "two_records":
-            raise ValidationError(f"{_kind('two_records')} needs pairs (ScenarioSpec.pairs): "
-                                  "the pairs of records the intruder does not know.")
         self._check_known_sums()
         self._check_known_records()
         check_fields(self)
