@@ -280,11 +280,9 @@ Constraint = (Interval | Options | Flag | InstanceOf | Text | HasMethods | Seque
 
 
 def given(value: Any) -> bool:
-    """Whether an argument is given: not ``None``, ``False`` nor an empty sequence or mapping
-    (a text is given, a blank one refused by its own constraint)."""
-    if value is None or value is False:
-        return False
-    return isinstance(value, str) or not (isinstance(value, (Sequence, Mapping)) and not value)
+    """Whether an argument is given: neither ``None`` nor ``False`` (an empty list is given:
+    no known record is a set of known records)."""
+    return value is not None and value is not False
 
 
 def _name(name: str, owner: str, values: tuple[Any, ...] | None = None) -> str:

@@ -387,7 +387,7 @@ GIVEN: dict[str, Any] = {
     "radius_refine": 2, "radius_search": ["Age"], "max_size": 1, "inference": ["Age"],
     "selected": "0-9", "differencing": True, "r_min": 0.1, "populations": 2,
     "sample_fraction": 0.5, "m": 2, "original": "o.csv", "model_function": "m:f",
-    "total_known": True, "top": 2,
+    "total_known": True, "top": 2, "synthesized_records": [True], "data": "unused",
 }
 #: the values of an option, for a value outside a relation's ``equal``
 CHOICES: dict[str, tuple[Any, ...]] = {"kind": ("worst_case", "partially_known"),
@@ -490,6 +490,8 @@ RELATION_ENTRIES: dict[str, Callable[..., Any]] = {
         lambda d, **v: bayes_risk.known_sweep(d, [d], **{"candidates": ["Age", "Income"],
                                                          "progressbar": False, **v}),
     "bayes_risk.auditing.resolve._RELATIONS": lambda d, **v: _audit(d, **v),
+    "bayes_risk.models._bayesian.base.FROM_POSTERIOR_RELATIONS":
+        lambda d, **v: bayes_risk.models.DPMPM.from_posterior({}, None, **v),
     "bayes_risk.models.poisson.largest._RELATIONS":
         lambda d, **v: _fit("PoissonMixture", d, ["Age", "Educ"]).largest_value_loglik(
             "Age", [d[["Age", "Educ"]]], **v),

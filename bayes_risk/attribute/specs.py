@@ -13,6 +13,7 @@ from bayes_risk._constraints import (
     Flag,
     InstanceOf,
     Interval,
+    OneOf,
     Options,
     Relation,
     Requires,
@@ -77,12 +78,6 @@ def scenario_arg(scenario: str) -> str:
     """A scenario as the caller writes it: ``scenario='known_records'`` in Python,
     ``--scenario known-records`` on the command line."""
     return arg_name("scenario", repr(scenario), cli=scenario.replace("_", "-"))
-
-
-def _kind(kind: str) -> str:
-    """``ScenarioSpec.kind='two_records'`` in Python, ``--scenario two-records`` on the
-    command line."""
-    return arg_name("ScenarioSpec.kind", repr(kind), cli=kind.replace("_", "-"))
 
 
 _KNOWN_HINT = (
@@ -177,12 +172,16 @@ class ScenarioSpec:
     #: the fields against each other (checked by ``check_fields``): a scenario's own fields
     #: with it alone, and what it needs
     RELATIONS: ClassVar[tuple[Relation, ...]] = (
+        OneOf(("known_records", "known_fraction"), code="INVALID_ARGUMENT"),
         *(Requires(name, "kind", equal=(kind,), why=why)
           for name, (kind, why) in _SCENARIO_FIELDS.items()),
         Requires("kind", "known", when=("partially_known",), code="INVALID_ARGUMENT",
                  why="the synthesized columns the intruder knows"),
         Requires("kind", "pairs", when=("two_records",), code="INVALID_ARGUMENT",
                  why="the pairs of records the intruder does not know"),
+        Requires("kind", ("known_records", "known_fraction"), when=("known_records",),
+                 code="INVALID_ARGUMENT", why="row positions or a boolean mask, or a share of "
+                 "the records in [0, 1]"),
     )
 
     def __post_init__(self) -> None:
@@ -200,7 +199,6 @@ class ScenarioSpec:
         if self.known_sums is False:
             object.__setattr__(self, "known_sums", None)
         self._check_known_sums()
-        self._check_known_records()
         check_fields(self)
 
     def _check_known_sums(self) -> None:
@@ -215,16 +213,6 @@ class ScenarioSpec:
 
         require_distinct(names, "ScenarioSpec.known_sums")
         object.__setattr__(self, "known_sums", names)
-
-    def _check_known_records(self) -> None:
-        """The fields of ``kind='known_records'``."""
-        if self.kind == "known_records" and (
-                (self.known_records is None) == (self.known_fraction is None)):
-            raise ValidationError(
-                f"{_kind('known_records')} needs exactly one of ScenarioSpec.known_records "
-                "(row positions or a boolean mask) and ScenarioSpec.known_fraction (a number in "
-                "[0, 1])."
-            )
 
 
 @dataclass(frozen=True)

@@ -138,8 +138,10 @@ def sdc(
     >>> out.extra["post_processing"][0]["n_top_coded"]
     {'income': [1]}
     """
-    check_params(dict(remove=remove, compat=compat, keys=keys, smooth=smooth,
-                      bottom_top_coding=bottom_top_coding, recode_exclude=recode_exclude),
+    # an empty operation is none given
+    check_params(dict(remove=remove, compat=compat, keys=keys, smooth=smooth or None,
+                      bottom_top_coding=bottom_top_coding or None,
+                      recode_exclude=recode_exclude or None),
                  argument_checks(sdc), relations=RELATIONS)
     require_frame(original, "original")
     datasets, source = as_synthetic_list(synthetic, original=original, row_order=False)

@@ -135,9 +135,10 @@ def sdcmicro(
     """
     settings = as_spec(settings, SdcMicroSpec, "settings")
     importance = settings.importance
-    check_relations(dict(pram=pram, local_suppression=local_suppression,
-                         microaggregation=microaggregation, add_noise=add_noise, strata=strata,
-                         importance=importance), RELATIONS)
+    # an empty operation is none given
+    check_relations(dict(pram=pram or None, local_suppression=local_suppression or None,
+                         microaggregation=microaggregation or None, add_noise=add_noise or None,
+                         strata=strata, importance=importance), RELATIONS)
     require_frame(original, "original")
     datasets, source = as_synthetic_list(synthetic, original=original, row_order=False)
     datasets = [z.copy() for z in datasets]

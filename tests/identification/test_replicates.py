@@ -406,8 +406,7 @@ def test_refusals_and_bad_arguments():
                 {"min_replicates": 10, "max_replicates": 5}, {"refit_dataset": -1}):
         with pytest.raises(ValidationError):
             PosteriorReplicates(m, **bad)
-    # none synthesized (an empty list is none given)
-    with pytest.raises(ValidationError, match="replicates needs synthesized"):
+    with pytest.raises(ValidationError, match="nothing to replicate"):
         identification_risk(y, None, known=["sex"], synthesized=[],
                             progressbar=False,
                             replicates=PosteriorReplicates(m, n=2))
