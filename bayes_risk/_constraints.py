@@ -10,6 +10,11 @@ A spec dataclass declares its checks in its fields' metadata (:func:`checked`) a
 of them (:func:`check_params`). A check whose message gives advice beyond "expected X" stays
 hand-written.
 
+Relations between arguments (:class:`Requires`, :class:`OneOf`, :class:`AtMost`,
+:class:`Within`) are declared beside the table -- a spec's class attribute ``RELATIONS``, a
+function's tuple given to :func:`check_params` -- and checked by the same step, after each
+argument, as pydantic's model validators check a model after its fields.
+
 Imports only the standard library at module level: the command line builds its parsers from
 the spec classes (``bayes-risk --help`` imports no numpy).
 """
@@ -25,13 +30,14 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal
 
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.exceptions import ValidationError, arg_name
 
 __all__ = ["Interval", "Options", "Flag", "InstanceOf", "Text", "HasMethods", "SequenceOf",
            "COLUMN_NAMES",
            "Constraint",
+           "Requires", "OneOf", "AtMost", "Within", "Relation",
            "checked", "check_value", "check_vector", "check_params", "check_fields",
-           "check_keywords"]
+           "check_keywords", "check_relations"]
 
 
 @dataclass(frozen=True)
@@ -273,6 +279,171 @@ Constraint = (Interval | Options | Flag | InstanceOf | Text | HasMethods | Seque
               | Sequence[Any])
 
 
+def given(value: Any) -> bool:
+    """Whether an argument is given: neither ``None`` nor ``False`` (an empty list is given:
+    no known record is a set of known records)."""
+    return value is not None and value is not False
+
+
+def _name(name: str, owner: str, values: tuple[Any, ...] | None = None) -> str:
+    """The argument ``owner`` + ``name`` as the caller writes it, with its values if any (a
+    choice on the command line has hyphens: ``--scenario two-records``)."""
+    if not values:
+        return arg_name(owner + name)
+    return " or ".join(arg_name(owner + name, repr(v), cli=v.replace("_", "-"))
+                       if isinstance(v, str) else arg_name(owner + name, v) for v in values)
+
+
+def _names(value: Any) -> list[Any] | None:
+    """The columns ``value`` names: itself (a name), its items or its keys (``None``: none)."""
+    if isinstance(value, str):
+        return [value]
+    return list(value) if isinstance(value, (Sequence, Mapping)) else None
+
+
+def _why(why: str) -> str:
+    return f" ({why})" if why else ""
+
+
+def _among(value: Any, values: tuple[Any, ...]) -> bool:
+    try:
+        return value in values
+    except (TypeError, ValueError):  # an array compared element-wise
+        return False
+
+
+@dataclass(frozen=True)
+class Requires:
+    """``argument`` given (:func:`given`; with ``when``: one of those values) needs ``needs``
+    given (one of them, if several; with ``equal``: one of those values).
+
+    Examples
+    --------
+    >>> check_relations({"dashboard": True}, [Requires("dashboard", "workers")])
+    Traceback (most recent call last):
+    ...
+    bayes_risk.exceptions.ValidationError: dashboard needs workers.
+    """
+
+    argument: str
+    needs: str | tuple[str, ...]
+    when: tuple[Any, ...] | None = None
+    equal: tuple[Any, ...] | None = None
+    why: str = ""
+    code: str = "OPTION_CONFLICT"
+
+    def names(self) -> tuple[str, ...]:
+        """The arguments the relation reads."""
+        return (self.argument, *((self.needs,) if isinstance(self.needs, str) else self.needs))
+
+    def problem(self, get: Any, owner: str = "") -> str | None:
+        """What is wrong with the values ``get(name)``, or ``None``."""
+        first, *needs = self.names()
+        if not (given(get(first)) if self.when is None else _among(get(first), self.when)) or any(
+                given(get(n)) if self.equal is None else _among(get(n), self.equal)
+                for n in needs):
+            return None
+        # a value other than those needed is shown, as a constraint shows it
+        got = "" if self.equal is None else " Got " + " and ".join(
+            _name(n, owner, (get(n),)) for n in needs) + "."
+        return (f"{_name(first, owner, self.when)} needs "
+                f"{' or '.join(_name(n, owner, self.equal) for n in needs)}{_why(self.why)}.{got}")
+
+
+@dataclass(frozen=True)
+class OneOf:
+    """At most one of ``arguments`` given; ``required``: exactly one; ``only=False``: at
+    least one (the operations of a function that has nothing to do without one)."""
+
+    arguments: tuple[str, ...]
+    required: bool = False
+    only: bool = True
+    why: str = ""
+    code: str = "OPTION_CONFLICT"
+
+    def names(self) -> tuple[str, ...]:
+        """The arguments the relation reads."""
+        return self.arguments
+
+    def problem(self, get: Any, owner: str = "") -> str | None:
+        """What is wrong with the values ``get(name)``, or ``None``."""
+        n = sum(given(get(a)) for a in self.arguments)
+        if (n or not self.required) and (n <= 1 or not self.only):
+            return None
+        *head, last = (_name(a, owner) for a in self.arguments)
+        if not self.only:
+            return f"nothing to do: give {', '.join(head)} or {last}{_why(self.why)}."
+        listed = f"{', '.join(head)} and {last}"
+        return (f"give exactly one of {listed}{_why(self.why)}." if self.required
+                else f"{listed}: give one of them, not both{_why(self.why)}.")
+
+
+@dataclass(frozen=True)
+class AtMost:
+    """``argument`` at most ``bound``, when both are given."""
+
+    argument: str
+    bound: str
+    why: str = ""
+    code: str = "INVALID_ARGUMENT"
+
+    def names(self) -> tuple[str, ...]:
+        """The arguments the relation reads."""
+        return (self.argument, self.bound)
+
+    def problem(self, get: Any, owner: str = "") -> str | None:
+        """What is wrong with the values ``get(name)``, or ``None``."""
+        a, b = get(self.argument), get(self.bound)
+        if a is None or b is None or a <= b:
+            return None
+        name, bound = _name(self.argument, owner), _name(self.bound, owner)
+        return f"{name} must be <= {bound}{_why(self.why)}. Got {name}={a!r} and {bound}={b!r}."
+
+
+@dataclass(frozen=True)
+class Within:
+    """Every column ``argument`` names (a name, its items or its keys) is among those
+    ``among`` names (``apart``: none is), when both are given."""
+
+    argument: str
+    among: str
+    apart: bool = False
+    why: str = ""
+    code: str = "INVALID_ARGUMENT"
+
+    def names(self) -> tuple[str, ...]:
+        """The arguments the relation reads."""
+        return (self.argument, self.among)
+
+    def problem(self, get: Any, owner: str = "") -> str | None:
+        """What is wrong with the values ``get(name)``, or ``None``."""
+        names, among = _names(get(self.argument)), _names(get(self.among))
+        bad = [c for c in names or () if among is not None and (c in among) == self.apart]
+        if not bad:
+            return None
+        name, other = _name(self.argument, owner), _name(self.among, owner)
+        if self.apart:
+            why = self.why or "a column is one or the other"
+            return f"{name} and {other} both name {bad}; {why}."
+        return (f"{name} names {bad}, which {other} does not name (it names {among})"
+                f"{_why(self.why)}.")
+
+
+#: a relation between arguments
+Relation = Requires | OneOf | AtMost | Within
+
+
+def check_relations(values: Any, relations: Sequence[Relation], *, owner: str = "") -> None:
+    """Nothing when every relation of ``relations`` holds between ``values`` (a mapping of the
+    arguments, or an object holding them as attributes); else the first broken relation's
+    ``ValidationError``, with its code, naming its arguments (``owner`` + name)."""
+    get = values.get if isinstance(values, Mapping) else partial(getattr, values)
+    for r in relations:
+        problem = r.problem(get, owner)
+        if problem is not None:
+            raise ValidationError(problem, code=r.code)
+
+
 def _alternatives(constraint: Constraint) -> tuple[list[Any], bool]:
     items = list(constraint) if isinstance(constraint, (list, tuple)) else [constraint]
     return [c for c in items if c is not None], None in items
@@ -364,15 +535,22 @@ def check_vector(value: Any, constraint: SequenceOf, what: str, *,
 
 
 def check_params(values: Any, constraints: Mapping[str, Constraint], *,
-                 owner: str = "", code: str | None = None) -> dict[str, Any]:
-    """The arguments named in ``constraints``, each checked (:func:`check_value`), by name.
+                 relations: Sequence[Relation] = (), owner: str = "",
+                 code: str | None = None) -> dict[str, Any]:
+    """The arguments named in ``constraints``, each checked (:func:`check_value`), by name;
+    then ``relations`` between them (:func:`check_relations`, on the checked values).
 
     ``values`` is a mapping of them, or an object holding them as attributes (a model's
     settings); ``owner`` prefixes the names in the message (``"AttackSpec."``).
     """
     get = values.__getitem__ if isinstance(values, Mapping) else partial(getattr, values)
-    return {name: check_value(get(name), c, f"{owner}{name}", code=code)
-            for name, c in constraints.items()}
+    out = {name: check_value(get(name), c, f"{owner}{name}", code=code)
+           for name, c in constraints.items()}
+    if relations:
+        check_relations({**(values if isinstance(values, Mapping) else {
+            n: getattr(values, n) for r in relations for n in r.names()}), **out},
+            relations, owner=owner)
+    return out
 
 
 def check_keywords(given: Any, allowed: Any, owner: str) -> None:
@@ -407,7 +585,8 @@ def check_fields(spec: Any, *, prefix: str | None = None) -> None:
     """Check each field of the dataclass instance ``spec`` that declares a constraint
     (:func:`checked`) and set it to its checked value (frozen or not); the error names it as
     ``prefix`` + its name (default prefix ``"Spec."``, the class's name) unless its ``label``
-    says otherwise. Call it from ``__post_init__``."""
+    says otherwise; then the relations of its class's ``RELATIONS`` (:func:`check_relations`).
+    Call it from ``__post_init__``."""
     prefix = f"{type(spec).__name__}." if prefix is None else prefix
     for f in dataclasses.fields(spec):
         if "check" in f.metadata:
@@ -415,3 +594,4 @@ def check_fields(spec: Any, *, prefix: str | None = None) -> None:
             value = check_value(getattr(spec, f.name), constraint,
                                 label or f"{prefix}{f.name}", code=code)
             object.__setattr__(spec, f.name, value)
+    check_relations(spec, getattr(type(spec), "RELATIONS", ()), owner=prefix)

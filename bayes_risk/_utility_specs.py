@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from bayes_risk._constraints import (
     COLUMN_NAMES,
     InstanceOf,
     Interval,
     Options,
+    Relation,
+    Requires,
     SequenceOf,
     check_fields,
     check_value,
@@ -128,6 +130,12 @@ class PropensitySpec:
     n_perm: int = field(default=100, metadata=cli_option(
         "--n-perm", "permutations for --null perm (default 100)", type=int, metavar="B")
         | checked(Interval(int, 2)))
+
+    #: the fields against each other (checked by ``check_fields``)
+    RELATIONS: ClassVar[tuple[Relation, ...]] = (
+        Requires("null", "method", when=("theory",), equal=("logit",), code="INVALID_ARGUMENT",
+                 why="its chi-square null holds for a parametric propensity model; a CART "
+                 "one takes the 'perm' or 'pairs' null"),)
 
     def __post_init__(self) -> None:
         check_fields(self)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import Interval, check_value
+from bayes_risk._constraints import Interval, OneOf, Requires, check_relations, check_value
 from bayes_risk.exceptions import ValidationError, arg_name
 from bayes_risk.executors import (
     DaskExecutor,
@@ -52,6 +52,15 @@ def check_n_workers(n_workers: Any) -> int:
     return check_value(n_workers, Interval(int, 1, most), arg_name("n_workers"))
 
 
+#: ``connect``'s arguments against each other
+CONNECT_RELATIONS = (OneOf(("scheduler", "n_workers"), required=True, code="INVALID_ARGUMENT"),)
+#: ``cluster_executor``'s arguments against each other
+CLUSTER_RELATIONS = (
+    Requires("partition_size", ("scheduler", "workers")),
+    Requires("dashboard", "workers", why="a running scheduler serves its own"),
+)
+
+
 @contextlib.contextmanager
 def connect(scheduler: str | None = None, n_workers: int | None = None, *,
             memory_limit: int | str | None = None, dashboard: bool = False) -> Iterator[Any]:
@@ -82,9 +91,7 @@ def connect(scheduler: str | None = None, n_workers: int | None = None, *,
         When both or neither are given, ``n_workers`` is not from 1 to 4 per CPU, or no
         scheduler answers (``DASK_SCHEDULER_UNREACHABLE``).
     """
-    if (scheduler is None) == (n_workers is None):
-        raise ValidationError(f"connect needs exactly one of {arg_name('scheduler')} and "
-                              f"{arg_name('n_workers')}.", code="INVALID_ARGUMENT")
+    check_relations(dict(scheduler=scheduler, n_workers=n_workers), CONNECT_RELATIONS)
     distributed = _distributed()
     if scheduler is not None:
         try:
@@ -133,16 +140,11 @@ def cluster_executor(*, scheduler: str | None = None, workers: int | None = None
         ``partition_size`` without a cluster, or ``dashboard`` without ``workers``
         (``OPTION_CONFLICT``).
     """
+    check_relations(dict(scheduler=scheduler, workers=workers, partition_size=partition_size,
+                         dashboard=dashboard), CLUSTER_RELATIONS)
     if scheduler is None and workers is None:
-        if partition_size is not None:
-            raise ValidationError(f"{arg_name('partition_size')} applies only with "
-                                  f"{arg_name('scheduler')} or {arg_name('workers')}.",
-                                  code="OPTION_CONFLICT")
         yield None
         return
-    if dashboard and workers is None:
-        raise ValidationError(f"{arg_name('dashboard')} applies only with {arg_name('workers')} "
-                              "(a running scheduler serves its own).", code="OPTION_CONFLICT")
     if scheduler is not None:
         with connect(scheduler=scheduler) as client:
             yield as_executor(client, partition_size=partition_size)

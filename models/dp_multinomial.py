@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import logsumexp
 
-from bayes_risk._constraints import Interval, check_params
+from bayes_risk._constraints import Interval, OneOf, check_params
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk.contract import ModelInfo
 from bayes_risk.data.schema import Schema
@@ -49,6 +49,10 @@ __all__ = ["DPMultinomial", "DPMultinomialState"]
 #: the most values of θ held at once (cells × draws): 400 MB of float64
 MAX_THETA_VALUES = 50_000_000
 _SETTINGS = {name: [Interval(float, 0, closed="neither"), None] for name in ("epsilon", "alpha")}
+_WHY = "the ε of each synthetic dataset, or the prior count per cell"
+#: the settings against each other: one of the two, not both (a conflict), not neither
+_RELATIONS = (OneOf(("epsilon", "alpha"), why=_WHY),
+              OneOf(("epsilon", "alpha"), required=True, why=_WHY, code="OPTION_REQUIRED"))
 
 
 @dataclass(frozen=True, eq=False)
@@ -160,13 +164,7 @@ class DPMultinomial(BayesianSynthesizer):
     # ---------------------------------------------------------------------------- fitting
     def _check_settings(self) -> None:
         self.check_mcmc_settings()
-        if (self.epsilon is None) == (self.alpha is None):
-            raise ValidationError(
-                f"DPMultinomial needs {arg_name('epsilon')} (the ε of each synthetic dataset) "
-                f"or {arg_name('alpha')} (the prior count per cell), one of the two. Got "
-                f"epsilon={self.epsilon!r}, alpha={self.alpha!r}.",
-                code="OPTION_CONFLICT" if self.epsilon is not None else "OPTION_REQUIRED")
-        check_params(self, _SETTINGS)
+        check_params(self, _SETTINGS, relations=_RELATIONS)
 
     def fit(self, data: pd.DataFrame, *, schema: Schema | None = None,
             synthesized: Sequence[str] | None = None, records: Any = None,

@@ -8,7 +8,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import InstanceOf, Options, check_params
+from bayes_risk._constraints import InstanceOf, Options, Requires, check_params
 from bayes_risk.contract import available_if
 from bayes_risk.exceptions import ValidationError
 
@@ -17,6 +17,10 @@ __all__ = ["ArrayModel"]
 _SETTINGS = {"loglik_fn": InstanceOf(Callable, "callable: f(records, draws) -> [H, n]"),
              "model_class": Options(("P", "O"), listed=True),
              "ratio_form": Options(("joint", "conditional"), listed=True)}
+#: the settings against each other
+_RELATIONS = (Requires("model_class", "own_record_delta_fn", when=("O",), code="INVALID_ARGUMENT",
+                       why="own_record_delta_fn(record_row, candidates, synthetic, draws) -> "
+                       "[H, m, G], the own-record term of a class O model"),)
 
 
 def _take_draws(draws: Any, idx: np.ndarray | None) -> Any:
@@ -140,12 +144,8 @@ class ArrayModel:
         chains: int | Sequence[int] | np.ndarray | None = None,
     ) -> None:
         check_params({"loglik_fn": loglik_fn, "model_class": model_class,
-                      "ratio_form": ratio_form}, _SETTINGS)
-        if model_class == "O" and own_record_delta_fn is None:
-            raise ValidationError(
-                "a class O ArrayModel needs own_record_delta_fn(record_row, candidates, synthetic, "
-                "draws) -> [H, m, G] (the own-record term of a class O model)."
-            )
+                      "ratio_form": ratio_form, "own_record_delta_fn": own_record_delta_fn},
+                     _SETTINGS, relations=_RELATIONS)
         self.loglik_fn = loglik_fn
         self.draws = draws
         self.schema_ = schema

@@ -1,5 +1,6 @@
 """Every constraint of every table refuses a value derived from it, at the public entry
-(scikit-learn's ``generate_invalid_param_val`` and ``check_param_validation`` are the model).
+(scikit-learn's ``generate_invalid_param_val`` and ``check_param_validation`` are the model);
+every relation between arguments refuses values derived from it, at the same entry.
 
 The tables are collected, not listed: the fields of every spec dataclass of ``bayes_risk``
 that declare a check (``checked``), every function's parameters that declare one
@@ -8,6 +9,12 @@ function's ``check_params`` table). For each constraint a value outside it is de
 (:func:`invalid_value`) and given to the table's public entry, which must raise
 ``ValidationError`` naming the argument. A new table needs its entry in ``ENTRIES`` (or its
 required fields in ``REQUIRED``): the test of the collection fails until it has one.
+
+The relations (``Requires``, ``OneOf``, ``AtMost``, ``Within``) are collected the
+same way: a spec's class attribute ``RELATIONS``, and every module-level tuple of them (given
+to ``check_params`` or ``check_relations``). For each, values that break it are derived
+(:func:`breaking_values`) and given to the entry (``RELATION_ENTRIES``), which must raise the
+relation's ``ValidationError`` naming each of its arguments.
 """
 
 from __future__ import annotations
@@ -26,13 +33,17 @@ import pytest
 
 import bayes_risk
 from bayes_risk._constraints import (
+    AtMost,
     Flag,
     HasMethods,
     InstanceOf,
     Interval,
+    OneOf,
     Options,
+    Requires,
     SequenceOf,
     Text,
+    Within,
 )
 from bayes_risk._specs import parameter_metadata
 from bayes_risk.exceptions import ValidationError
@@ -194,8 +205,8 @@ ENTRIES: dict[str, Callable[..., Any]] = {
         lambda d, **bad: bayes_risk.sdc(d, [d], keys=["Urban", "Marital"], **bad),
     "bayes_risk.privacy._ARGUMENT_CHECKS": lambda d, **bad: _privacy(**bad),
     "bayes_risk.disclosure.measures._CHECKS":
-        lambda d, **bad: bayes_risk.disclosure_measures(d, [d], keys=["Urban", "Marital"],
-                                                        target="Tenure", **bad),
+        lambda d, **bad: bayes_risk.disclosure_measures(
+            d, [d], **{"keys": ["Urban", "Marital"], "target": "Tenure", **bad}),
     "bayes_risk.testing._REGISTERED": lambda d, **bad: _registered(**bad),
     "bayes_risk.utility.pmse._MOMENTS": lambda d, **bad: bayes_risk.utility.pmse_null_moments(
         **{"df": 1, "n_original": 10, "n_synthetic": 10, **bad}),
@@ -334,3 +345,215 @@ def test_every_constraint_refuses_a_value_outside_it_at_the_entry(where, kind, n
     assert (label or name) in message, message
     assert " must be " in message, message
     assert err.value.code == (code or "INVALID_ARGUMENT")
+
+
+# ----------------------------------------------------------------------------- the relations
+
+_RELATION_KINDS = (Requires, OneOf, AtMost, Within)
+
+
+def _relation_tables() -> dict[str, tuple[str, tuple[Any, ...]]]:
+    """``{"module.NAME": (kind, relations)}``: a spec's ``RELATIONS`` (``"spec"``) or a
+    module-level tuple of relations (``"entry"``), each once, under the module defining it."""
+    found: dict[int, tuple[str, str, tuple[Any, ...]]] = {}
+    for mod in _modules():
+        source = inspect.getsource(mod)
+        for name, obj in vars(mod).items():
+            if isinstance(obj, type) and obj.__module__ == mod.__name__ and "RELATIONS" in vars(
+                    obj):
+                found.setdefault(id(obj), (f"{mod.__name__}.{name}", "spec", obj.RELATIONS))
+            elif (isinstance(obj, tuple) and obj
+                  and all(isinstance(r, _RELATION_KINDS) for r in obj)
+                  and re.search(rf"^{name}\s*(:[^=\n]*)?=", source, re.MULTILINE)):
+                found.setdefault(id(obj), (f"{mod.__name__}.{name}", "entry", obj))
+    return {where: (kind, relations) for where, kind, relations in found.values()}
+
+
+#: a valid value of each argument a relation reads, given (as the example data take it)
+GIVEN: dict[str, Any] = {
+    "partition_size": 10, "dashboard": True, "scheduler": "tcp://127.0.0.1:1", "n_workers": 1,
+    "workers": 1, "keys": ["Urban"], "remove": "replicated_uniques", "smooth": ["Income"],
+    "bottom_top_coding": {"Income": (None, 1000.0)}, "recode_exclude": {"Income": [0.0]},
+    "pram": ["Urban"], "local_suppression": ["Urban"], "microaggregation": ["Income"],
+    "add_noise": ["Income"], "strata": ["Marital"], "importance": [1], "target": "Tenure",
+    "sensitive": ["Tenure"], "weights": "Age", "secret": "Age", "aux_columns": ["Income"],
+    "epsilon": 1.0, "alpha": 1.0, "own_record_delta_fn": lambda *a: None,
+    "counts": "loglinear_original", "sampling_fraction": 0.5, "population_size": 100,
+    "targets": pd.DataFrame({"id": [1]}), "target_id": "id", "max_replicates": 10,
+    "known": ("Age",), "pairs": [(0, 1)], "known_sums": True, "known_records": [0],
+    "known_fraction": 0.5, "seed": 0, "replicates": [object()], "synthesized": ["Age"],
+    "candidates": ["Income"], "resume": True, "out": "unused", "predictors": {"Income": ["Age"]},
+    "formulas": {"Income": "Income ~ Age"}, "selection": "Age > 0", "known_sweep": ["Age"],
+    "radius_refine": 2, "radius_search": ["Age"], "max_size": 1, "inference": ["Age"],
+    "selected": "0-9", "differencing": True, "r_min": 0.1, "populations": 2,
+    "sample_fraction": 0.5, "m": 2, "original": "o.csv", "model_function": "m:f",
+    "total_known": True, "top": 2, "synthesized_records": [True], "data": "unused",
+}
+#: the values of an option, for a value outside a relation's ``equal``
+CHOICES: dict[str, tuple[Any, ...]] = {"kind": ("worst_case", "partially_known"),
+                                       "membership": ("known", "unknown"),
+                                       "method": ("cart", "logit"),
+                                       "radius_type": ("quantile_sd", "percentage"),
+                                       "scenario": ("worst_case", "second_largest")}
+
+
+def breaking_values(relation: Any) -> dict[str, Any]:
+    """Values of the arguments of ``relation`` that break it (the others left as they are)."""
+    if isinstance(relation, Requires):
+        needs = (relation.needs,) if isinstance(relation.needs, str) else relation.needs
+        first = relation.when[0] if relation.when else GIVEN[relation.argument]
+        return {relation.argument: first, **{
+            n: None if relation.equal is None
+            else next(v for v in CHOICES[n] if v not in relation.equal) for n in needs}}
+    if isinstance(relation, OneOf):
+        return {a: None if relation.required else GIVEN[a] for a in relation.arguments}
+    if isinstance(relation, AtMost):
+        return {relation.argument: GIVEN[relation.bound] + 1,
+                relation.bound: GIVEN[relation.bound]}
+    if not relation.apart:  # Within
+        return {relation.argument: ["__nowhere__"], relation.among: GIVEN[relation.among]}
+    value = GIVEN[relation.argument]  # apart: the other argument names the same column(s)
+    names = [value] if isinstance(value, str) else list(value)
+    return {relation.argument: value,
+            relation.among: names[0] if isinstance(GIVEN.get(relation.among), str) else names}
+
+
+def _entered(context: Callable[..., Any]) -> Callable[..., Any]:
+    def call(d: pd.DataFrame, **values: Any) -> Any:
+        with context(**values):
+            raise AssertionError("not refused")
+    return call
+
+
+def _audit(d: pd.DataFrame, known: Any, **settings: Any) -> Any:
+    from bayes_risk.auditing.settings import AuditSettings
+
+    return bayes_risk.audit(d, [d], known=known, settings=AuditSettings(**settings),
+                            progressbar=False)
+
+
+def _sdcmicro(d: pd.DataFrame, **values: Any) -> Any:
+    from bayes_risk.disclosure.specs import SdcMicroSpec
+
+    settings = SdcMicroSpec(importance=values.pop("importance", None))
+    return bayes_risk.sdcmicro(d, [d], settings=settings, **{"add_noise": ["Income"], **values})
+
+
+def _cli(command: str, check: str, *argv: str) -> Callable[..., Any]:
+    """The command line's check ``check`` (``"module:function"``) of ``command``'s options
+    parsed from ``argv``, with the values that break one relation set, its messages naming
+    the options."""
+    def call(d: pd.DataFrame, **values: Any) -> Any:
+        from bayes_risk.cli import build_parser
+        from bayes_risk.cli._run import command_line_options
+        from bayes_risk.cli.parsers import option_names
+
+        parser = build_parser(command)
+        args = parser.parse_args([command, *argv, "--out", "unused"])
+        vars(args).update(values)
+        module, _, name = check.partition(":")
+        with command_line_options(option_names(parser._subparsers._group_actions[0].choices[
+                command])):
+            getattr(importlib.import_module(module), name)(args)
+        raise AssertionError("not refused")
+    return call
+
+
+_IDENTIFICATION = ("identification", "bayes_risk.cli.parsers.identification:_check", "o.csv",
+                   "s.csv", "--known-unsynthesized", "Age")
+
+#: the public entry of each module-level tuple of relations, called with a valid release and
+#: the values that break one relation (the command line's: its check of the options)
+RELATION_ENTRIES: dict[str, Callable[..., Any]] = {
+    "bayes_risk.distributed.CONNECT_RELATIONS":
+        lambda d, **v: _entered(bayes_risk.distributed.connect)(d, **v),
+    "bayes_risk.distributed.CLUSTER_RELATIONS":
+        lambda d, **v: _entered(bayes_risk.distributed.cluster_executor)(d, **v),
+    "bayes_risk.disclosure.sdc.RELATIONS": lambda d, **v: bayes_risk.sdc(d, [d], **v),
+    "bayes_risk.disclosure.sdcmicro.RELATIONS": _sdcmicro,
+    "bayes_risk.disclosure.measures._RELATIONS":
+        lambda d, **v: bayes_risk.disclosure_measures(
+            d, [d], **{"keys": ["Urban", "Marital"], "target": "Tenure", **v}),
+    "bayes_risk.disclosure.original_risk._RELATIONS":
+        lambda d, **v: bayes_risk.original_risk(d, **{"keys": ["Urban", "Marital"], **v}),
+    "bayes_risk.attacks.inference._RELATIONS":
+        lambda d, **v: bayes_risk.attacks.inference_risk(d, [d], **v),
+    "bayes_risk.models.dp_multinomial._RELATIONS":
+        lambda d, **v: _fit("DPMultinomial", d, _CATEGORICAL, **v),
+    "bayes_risk.models.external._RELATIONS": lambda d, **v: _array_model(**v),
+    "bayes_risk.designing.search._RELATIONS":
+        lambda d, **v: bayes_risk.design(d, known=["Age"], **v),
+    "bayes_risk.identification.prepare._RELATIONS":
+        lambda d, **v: bayes_risk.identification_risk(d, [d], known=["Age"], progressbar=False,
+                                                      **v),
+    "bayes_risk.identification.knowledge._RELATIONS":
+        lambda d, **v: bayes_risk.known_sweep(d, [d], **{"candidates": ["Age", "Income"],
+                                                         "progressbar": False, **v}),
+    "bayes_risk.auditing.resolve._RELATIONS": lambda d, **v: _audit(d, **v),
+    "bayes_risk.models._bayesian.base.FROM_POSTERIOR_RELATIONS":
+        lambda d, **v: bayes_risk.models.DPMPM.from_posterior({}, None, **v),
+    "bayes_risk.models.poisson.largest._RELATIONS":
+        lambda d, **v: _fit("PoissonMixture", d, ["Age", "Educ"]).largest_value_loglik(
+            "Age", [d[["Age", "Educ"]]], **v),
+    "bayes_risk.models.seqreg.seqreg._RELATIONS":
+        lambda d, **v: _fit("SequentialRegression", d, ["Age", "Income"], **v),
+    "bayes_risk.cli._common.MAX_SIZE_RELATIONS": _cli(*_IDENTIFICATION),
+    "bayes_risk.cli.parsers.identification.RELATIONS": _cli(*_IDENTIFICATION),
+    "bayes_risk.cli.parsers.attacks.RELATIONS":
+        _cli("attacks", "bayes_risk.cli.parsers.attacks:_check", "o.csv", "s.csv"),
+    "bayes_risk.cli.parsers.disclosure.RELATIONS":
+        _cli("disclosure", "bayes_risk.cli.parsers.disclosure:_check", "o.csv", "s.csv",
+             "--differencing"),
+    "bayes_risk.cli.parsers.attribute.BUSINESS_RELATIONS":
+        _cli("attribute", "bayes_risk.cli.parsers.attribute:_business", "o.csv", "s.csv"),
+    "bayes_risk.cli.synthesize.RELATIONS":
+        _cli("synthesize", "bayes_risk.cli.synthesize:_sampling", "o.csv", "--sample-fraction",
+             "0.5"),
+    "bayes_risk.cli.parsers.orders.RELATIONS":
+        _cli("orders", "bayes_risk.cli.parsers.orders:_check", "o.csv", "--method", "cart",
+             "--order", "a,b"),
+}
+#: the fields a spec needs besides those a relation reads
+RELATION_BASE: dict[str, Callable[[], dict[str, Any]]] = {
+    "bayes_risk.identification.specs.PopulationSpec": lambda: dict(membership="unknown"),
+    "bayes_risk.identification.replicates.PosteriorReplicates":
+        lambda: dict(model=_Replicable()),
+    "bayes_risk.attribute.specs.ScenarioSpec": lambda: dict(kind="worst_case"),
+}
+
+RELATION_TABLES = _relation_tables()
+RELATION_CASES = [pytest.param(where, kind, i, r, id=f"{'.'.join(where.split('.')[-2:])}.{i}")
+                  for where, (kind, relations) in sorted(RELATION_TABLES.items())
+                  for i, r in enumerate(relations)]
+
+
+def test_relations_are_found_and_each_has_an_entry():
+    kinds = {kind for kind, _ in RELATION_TABLES.values()}
+    assert kinds == {"spec", "entry"}
+    assert len(RELATION_CASES) >= 30
+    missing = [w for w, (kind, _) in RELATION_TABLES.items()
+               if kind == "entry" and w not in RELATION_ENTRIES]
+    assert not missing, f"give the public entry of {missing} in RELATION_ENTRIES"
+    assert set(RELATION_ENTRIES) <= set(RELATION_TABLES), (
+        set(RELATION_ENTRIES) - set(RELATION_TABLES))
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("where, kind, i, relation", RELATION_CASES)
+def test_every_relation_refuses_values_that_break_it_at_the_entry(where, kind, i, relation,
+                                                                    data):
+    values = breaking_values(relation)
+    if kind == "spec":
+        module, cls = where.rsplit(".", 1)
+        spec = getattr(importlib.import_module(module), cls)
+        call = lambda: spec(**{**RELATION_BASE.get(where, dict)(), **values})  # noqa: E731
+    else:
+        call = lambda: RELATION_ENTRIES[where](data, **values)  # noqa: E731
+    with pytest.raises(ValidationError) as err:
+        call()
+    message = str(err.value)
+    # the message names each argument of the relation (an option by its flag on the command
+    # line), and the error carries its code
+    assert all(name.replace("_", "-") in message.lower().replace("_", "-")
+               for name in relation.names()), message
+    assert err.value.code == relation.code, message

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -13,13 +14,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bayes_risk._constraints import (
+    AtMost,
     Flag,
     InstanceOf,
     Interval,
+    OneOf,
     Options,
+    Requires,
     SequenceOf,
+    Within,
     check_fields,
     check_params,
+    check_relations,
     check_value,
     checked,
 )
@@ -185,6 +191,69 @@ def test_check_fields_converts_frozen_fields_and_names_them():
         Spec(size=0)
     with pytest.raises(ValidationError, match=r"^rate \(per record\) must be a finite number > 0"):
         Spec(rate=math.inf)
+
+
+@pytest.mark.parametrize("relation, values, message", [
+    (Requires("a", "b"), {"a": 1}, r"^a needs b\.$"),
+    (Requires("a", ("b", "c"), why="it reads them"), {"a": [1]}, r"^a needs b or c \(it reads"),
+    (Requires("kind", "x", when=("two_records",)), {"kind": "two_records"},
+     r"^kind='two_records' needs x\.$"),
+    (Requires("x", "kind", equal=("one",)), {"x": 1, "kind": "other"},
+     r"^x needs kind='one'\. Got kind='other'\.$"),
+    (OneOf(("a", "b")), {"a": 1, "b": 2}, r"^a and b: give one of them, not both\.$"),
+    (OneOf(("a", "b"), required=True), {}, r"^give exactly one of a and b\.$"),
+    (OneOf(("a", "b"), required=True), {"a": 1, "b": 2}, r"^give exactly one of a and b\.$"),
+    (OneOf(("a", "b", "c"), required=True, only=False), {"a": None, "b": False},
+     r"^nothing to do: give a, b or c\.$"),
+    (AtMost("low", "high"), {"low": 3, "high": 2},
+     r"^low must be <= high\. Got low=3 and high=2\.$"),
+    (Within("x", "y"), {"x": {"p": 1}, "y": ["q"]},
+     r"^x names \['p'\], which y does not name \(it names \['q'\]\)\.$"),
+    (Within("x", "y", apart=True), {"x": "p", "y": ("p", "q")},
+     r"^x and y both name \['p'\]; a column is one or the other\.$"),
+])
+def test_a_broken_relation_names_its_arguments_and_what_was_expected(relation, values, message):
+    with pytest.raises(ValidationError, match=message) as err:
+        check_relations(values, [relation])
+    assert err.value.code == relation.code
+
+
+@pytest.mark.parametrize("relation, values", [
+    (Requires("a", "b"), {"a": None}), (Requires("a", "b"), {"a": False}),
+    (Requires("a", "b"), {"a": 0, "b": 0}), (Requires("a", "b"), {"a": (), "b": ""}),
+    (Requires("a", ("b", "c")), {"a": 1, "c": "x"}),
+    (Requires("kind", "x", when=("one",)), {"kind": "two"}),
+    (Requires("x", "kind", equal=("one", None)), {"x": 1}),
+    (OneOf(("a", "b")), {}), (OneOf(("a", "b"), required=True), {"b": np.zeros(3)}),
+    (AtMost("low", "high"), {"low": 3}), (AtMost("low", "high"), {"low": 2, "high": 2}),
+    (Within("x", "y"), {"x": ["p"]}), (Within("x", "y"), {"x": ["p"], "y": {"p": 1}}),
+    (Within("x", "y", apart=True), {"x": ["p"], "y": ["q"]}),
+])
+def test_a_relation_that_holds_or_reads_no_given_argument_passes(relation, values):
+    check_relations(values, [relation])
+
+
+def test_the_table_step_checks_the_relations_after_each_argument():
+    table = {"low": Interval(int, 1), "high": Interval(int, 1)}
+    relations = (AtMost("low", "high"),)
+    with pytest.raises(ValidationError, match=r"^low must be an integer >= 1"):
+        check_params({"low": 0, "high": 0}, table, relations=relations)
+    with pytest.raises(ValidationError, match=r"^M\.low must be <= M\.high\. Got M\.low=3"):
+        check_params({"low": np.int64(3), "high": 2}, table, relations=relations, owner="M.")
+
+    @dataclass(frozen=True)
+    class Spec:
+        RELATIONS: ClassVar[tuple] = (Requires("rate", "size"),)
+        size: int | None = field(default=None, metadata=checked([Interval(int, 1), None]))
+        rate: float | None = None
+
+        def __post_init__(self):
+            check_fields(self)
+
+    with pytest.raises(ValidationError, match=r"^Spec\.rate needs Spec\.size\.$") as err:
+        Spec(rate=0.5)
+    assert err.value.code == "OPTION_CONFLICT"
+    assert Spec(rate=0.5, size=2).size == 2
 
 
 @given(st.one_of(st.integers(-5, 5), st.floats(allow_nan=True, allow_infinity=True),

@@ -590,12 +590,12 @@ def test_local_cluster_shares_the_budget_and_keeps_port_8787_free(monkeypatch):
 
     # the command line's words: its options name the arguments
     with command_line_options({"dashboard": "--dashboard", "workers": "--workers"}):
-        with pytest.raises(ValidationError,
-                           match="--dashboard applies only with --workers") as err:
+        with pytest.raises(ValidationError, match=r"--dashboard needs --workers \(a running "
+                                                  r"scheduler serves its own\)") as err:
             with bd.cluster_executor(scheduler="tcp://127.0.0.1:1", dashboard=True):
                 pass
     assert err.value.code == "OPTION_CONFLICT"
-    with pytest.raises(ValidationError, match="partition_size applies only with scheduler"):
+    with pytest.raises(ValidationError, match=r"^partition_size needs scheduler or workers\.$"):
         with bd.cluster_executor(partition_size=10):
             pass
 

@@ -9,7 +9,14 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._attack_specs import GuessSpec
-from bayes_risk._constraints import COLUMN_NAMES, Interval, SequenceOf, check_value
+from bayes_risk._constraints import (
+    COLUMN_NAMES,
+    Interval,
+    SequenceOf,
+    Within,
+    check_relations,
+    check_value,
+)
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk._specs import as_spec, cli_option
 from bayes_risk.attacks._inputs import attack_inputs, code_table, group_column, result_fields
@@ -43,6 +50,12 @@ def correct_guesses(guess: np.ndarray, value: np.ndarray, *, regression: bool,
     return hit | both_missing
 
 
+#: :func:`inference_risk`'s column arguments against each other
+_RELATIONS = (Within("secret", "aux_columns", apart=True,
+                     why="the intruder guesses a value they do not know; leave the secret out "
+                     "of aux_columns"),)
+
+
 def _check_secrets(secret: Any, names: Sequence[str]) -> list[str]:
     secrets = list(check_value([secret] if isinstance(secret, str) else secret, COLUMN_NAMES,
                                "secret (a column name, or a list of them)"))
@@ -64,11 +77,7 @@ def _check_aux(aux_columns: Any, secrets: list[str], names: Sequence[str]
     aux = list(check_value([aux_columns] if isinstance(aux_columns, str) else aux_columns,
                            SequenceOf(COLUMN_NAMES.item, "column names", unique=True),
                            "aux_columns"))
-    both = [s for s in secrets if s in aux]
-    if both:
-        raise ValidationError(
-            f"{both} is both a secret and among aux_columns: the intruder guesses a value they "
-            "do not know; leave the secret out of aux_columns.")
+    check_relations(dict(secret=secrets, aux_columns=aux), _RELATIONS)
     return {s: aux for s in secrets}
 
 

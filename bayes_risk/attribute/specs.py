@@ -6,14 +6,17 @@ import dataclasses
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from bayes_risk._constraints import (
     COLUMN_NAMES,
     Flag,
     InstanceOf,
     Interval,
+    OneOf,
     Options,
+    Relation,
+    Requires,
     Text,
     check_fields,
     check_value,
@@ -80,12 +83,6 @@ def scenario_arg(scenario: str) -> str:
     return arg_name("scenario", repr(scenario), cli=scenario.replace("_", "-"))
 
 
-def _kind(kind: str) -> str:
-    """``ScenarioSpec.kind='two_records'`` in Python, ``--scenario two-records`` on the
-    command line."""
-    return arg_name("ScenarioSpec.kind", repr(kind), cli=kind.replace("_", "-"))
-
-
 _KNOWN_HINT = (
     "An intruder who knows only some of the other records is "
     "ScenarioSpec('known_records', known_fraction=F) or known_records=[row positions]."
@@ -94,13 +91,13 @@ _KNOWN_HINT = (
 
 #: the fields of ``ScenarioSpec`` that one scenario takes: field -> (that scenario, why no other)
 _SCENARIO_FIELDS = {
-    "known": ("partially_known", ": the intruder of the other scenarios knows none of the "
-              "target's synthesized values."),
-    "pairs": ("two_records", "; use records= to choose the records of the other scenarios."),
-    "known_sums": ("two_records", "."),
-    "known_records": ("known_records", "."),
-    "known_fraction": ("known_records", "."),
-    "seed": ("known_records", "."),
+    "known": ("partially_known", "the intruder of the other scenarios knows none of the "
+              "target's synthesized values"),
+    "pairs": ("two_records", "use records= to choose the records of the other scenarios"),
+    "known_sums": ("two_records", ""),
+    "known_records": ("known_records", ""),
+    "known_fraction": ("known_records", ""),
+    "seed": ("known_records", ""),
 }
 
 #: the estimators of ``EstimatorSpec.kind`` (``"auto"``: chosen from the model's capabilities)
@@ -183,6 +180,21 @@ class ScenarioSpec:
         "(default 0; the sets of one seed are nested as the share grows)", type=int,
         metavar="S") | checked([Interval(int, 0), None]))
 
+    #: the fields against each other (checked by ``check_fields``): a scenario's own fields
+    #: with it alone, and what it needs
+    RELATIONS: ClassVar[tuple[Relation, ...]] = (
+        OneOf(("known_records", "known_fraction"), code="INVALID_ARGUMENT"),
+        *(Requires(name, "kind", equal=(kind,), why=why)
+          for name, (kind, why) in _SCENARIO_FIELDS.items()),
+        Requires("kind", "known", when=("partially_known",), code="INVALID_ARGUMENT",
+                 why="the synthesized columns the intruder knows"),
+        Requires("kind", "pairs", when=("two_records",), code="INVALID_ARGUMENT",
+                 why="the pairs of records the intruder does not know"),
+        Requires("kind", ("known_records", "known_fraction"), when=("known_records",),
+                 code="INVALID_ARGUMENT", why="row positions or a boolean mask, or a share of "
+                 "the records in [0, 1]"),
+    )
+
     def __post_init__(self) -> None:
         if self.kind not in (*SCENARIOS, "two_records"):
             raise NotSupportedError(
@@ -197,18 +209,7 @@ class ScenarioSpec:
             object.__setattr__(self, "known", known or None)
         if self.known_sums is False:
             object.__setattr__(self, "known_sums", None)
-        for name, (kind, why) in _SCENARIO_FIELDS.items():
-            if getattr(self, name) is not None and self.kind != kind:
-                raise ValidationError(f"ScenarioSpec.{name} applies to {_kind(kind)} only "
-                                      f"({_kind(self.kind)}){why}")
-        if not self.known and self.kind == "partially_known":
-            raise ValidationError(f"{_kind('partially_known')} needs known (ScenarioSpec.known): "
-                                  "the synthesized columns the intruder knows.")
-        if self.pairs is None and self.kind == "two_records":
-            raise ValidationError(f"{_kind('two_records')} needs pairs (ScenarioSpec.pairs): "
-                                  "the pairs of records the intruder does not know.")
         self._check_known_sums()
-        self._check_known_records()
         check_fields(self)
 
     def _check_known_sums(self) -> None:
@@ -223,16 +224,6 @@ class ScenarioSpec:
 
         require_distinct(names, "ScenarioSpec.known_sums")
         object.__setattr__(self, "known_sums", names)
-
-    def _check_known_records(self) -> None:
-        """The fields of ``kind='known_records'``."""
-        if self.kind == "known_records" and (
-                (self.known_records is None) == (self.known_fraction is None)):
-            raise ValidationError(
-                f"{_kind('known_records')} needs exactly one of ScenarioSpec.known_records "
-                "(row positions or a boolean mask) and ScenarioSpec.known_fraction (a number in "
-                "[0, 1])."
-            )
 
 
 @dataclass(frozen=True)

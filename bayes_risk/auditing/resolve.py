@@ -17,7 +17,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import COLUMN_NAMES, InstanceOf, check_value
+from bayes_risk._constraints import (
+    COLUMN_NAMES,
+    InstanceOf,
+    Within,
+    check_relations,
+    check_value,
+)
 from bayes_risk.auditing.plan import (
     CONVENTION_RADIUS,
     AuditPlan,
@@ -222,6 +228,15 @@ def _release_capabilities(syn: Any, schema: Any, numeric: list[str]
     return by, [c for c in leaves if c in by], [c for c in leaves if c in smoothed]
 
 
+#: the audit's known columns against its settings' columns
+_RELATIONS = (
+    Within("known", "targets", apart=True, why="a target of the empirical measures is a column "
+           "the intruder does not know and would disclose; drop it from the targets or from the "
+           "known columns"),
+    Within("known", "weights", apart=True, why="survey weights are not a key"),
+)
+
+
 def make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
               synthesized: Any, thresholds: Thresholds, random_seed: int,
               seed_src: str = "given") -> AuditPlan:
@@ -258,6 +273,7 @@ def make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
     _check_utility_options(sch, s.combining_rules, s.imputed)
     check_value(known, COLUMN_NAMES, "known (the columns the intruder knows)")
     known = require_distinct(sch.check_columns(list(known), "known"), "known")
+    check_relations(dict(known=known, targets=s.targets, weights=s.weights), _RELATIONS)
     if s.known_sweep:
         _check_known_sweep(known)
     skip_steps = _skip_steps(s.skip)
@@ -337,10 +353,6 @@ def make_plan(data: Any, syn: Any, sch: Any, s: Any, *, known: Any, model: Any,
         why = m.resolve(plan, data, syn, sch) if m.resolve is not None else None
         if why is not None:
             plan.withheld[m.name] = why
-    if s.weights is not None and s.weights in plan.known:
-        raise ValidationError(
-            f"weights column {s.weights!r} is also a known column; survey weights are not a "
-            "key.")
     record_settings(plan, src, seed_src,
                     method=getattr(syn, "method_description", None) or plan.method)
     zeros = _structural_zeros(model)
@@ -464,14 +476,6 @@ def _plan_targets(targets: Any, syn_cols: list[str], known: list[str], sch: Any
         return [c for c in syn_cols if c not in known], "default"
     tg = require_distinct(sch.check_columns(
         [targets] if isinstance(targets, str) else list(targets), "targets"), "targets")
-    in_known = [t for t in tg if t in known]
-    if in_known:
-        one = len(in_known) == 1
-        raise ValidationError(
-            f"{arg_name('targets')}: {in_known} {'is' if one else 'are'} also known to the "
-            f"intruder ({arg_name('known')}); a target of the empirical measures is a column "
-            f"the intruder does not know and would disclose. Drop {'it' if one else 'them'} "
-            "from the targets or from the known columns.")
     return tg, "given"
 
 

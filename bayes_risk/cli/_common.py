@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bayes_risk._constraints import Requires, check_relations
 from bayes_risk.cli.parsers import add_argument_options
 from bayes_risk.exceptions import ValidationError
 
@@ -321,12 +322,15 @@ def write_run(args: argparse.Namespace, lines: Sequence[str], summary: Any = Non
     print_summary(lines, args.out)
 
 
+#: ``--max-size`` against ``--known-sweep`` (the sweeps of attribute and identification)
+MAX_SIZE_RELATIONS = (Requires("max_size", "known_sweep", code="OPTION_REQUIRED"),)
+
+
 def check_max_size(args: argparse.Namespace) -> None:
     """``--max-size`` against ``--known-sweep``, before any work."""
+    check_relations(vars(args), MAX_SIZE_RELATIONS)
     if args.max_size is None:
         return
-    if not args.known_sweep:
-        raise ValidationError("--max-size needs --known-sweep COL ...", code="OPTION_REQUIRED")
     from bayes_risk._lattice import check_max_size as check
 
     check(args.max_size, args.known_sweep, "known_sweep")

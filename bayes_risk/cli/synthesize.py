@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from bayes_risk._constraints import OneOf, Requires, check_relations
+
 __all__ = ["run"]
 
 #: ``-m`` with ``--model`` when not given
@@ -72,10 +74,6 @@ def run(args: argparse.Namespace) -> int:
         if not sampled:
             check_saved_release(model, m)
     else:
-        if args.model_function is not None:
-            raise ValidationError("--model-function names the function of a PyMC model folder "
-                                  "given as --model DIR (a PyMC model is fitted with 'bayes-risk "
-                                  "fit'); leave it out with ORIGINAL.", code="OPTION_CONFLICT")
         if args.method is None:
             raise ValidationError("--method (cart, rf, pmm or another registered synthesizer) is "
                                   "required with ORIGINAL.", code="OPTION_REQUIRED")
@@ -129,28 +127,24 @@ def _read_original(args: argparse.Namespace) -> Any:
                               numeric_columns(args))
 
 
-def _sampling(args: argparse.Namespace) -> bool:
-    """Whether the run is sampling with synthesis; its options checked together."""
-    from bayes_risk.exceptions import ValidationError
+_SAMPLING = ("sampling with synthesis: the number of synthetic populations and the share of "
+             "the census released from each")
+#: the options against each other
+RELATIONS = (
+    Requires("model_function", "model", why="the function of a PyMC model folder (a PyMC model "
+             "is fitted with 'bayes-risk fit'); leave it out with ORIGINAL"),
+    Requires("populations", "sample_fraction", code="OPTION_REQUIRED", why=_SAMPLING),
+    Requires("sample_fraction", "populations", code="OPTION_REQUIRED", why=_SAMPLING),
+    OneOf(("m", "populations"), why="each synthetic population gives one released dataset"),
+    Requires("populations", "original", code="OPTION_REQUIRED", why="the census the samples "
+             "are drawn from; with --model, the census the model was fitted to"),
+)
 
-    given = [o for o, v in (("--populations", args.populations),
-                            ("--sample-fraction", args.sample_fraction)) if v is not None]
-    if not given:
-        return False
-    if len(given) == 1:
-        other = "--sample-fraction" if given[0] == "--populations" else "--populations"
-        raise ValidationError(f"{given[0]} needs {other} (sampling with synthesis: the number "
-                              "of synthetic populations and the share of the census released "
-                              "from each).", code="OPTION_REQUIRED")
-    if args.m is not None:
-        raise ValidationError("-m with --populations: each synthetic population gives one "
-                              "released dataset; give --populations only.",
-                              code="OPTION_CONFLICT")
-    if args.original is None:
-        raise ValidationError("--populations needs ORIGINAL, the census the samples are drawn "
-                              "from (with --model, the census the model was fitted to).",
-                              code="OPTION_REQUIRED")
-    return True
+
+def _sampling(args: argparse.Namespace) -> bool:
+    """Whether the run is sampling with synthesis, the options checked against each other."""
+    check_relations(vars(args), RELATIONS)
+    return args.populations is not None
 
 
 def _refuse_fitting_options(args: argparse.Namespace) -> None:

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import InstanceOf, check_value
+from bayes_risk._constraints import InstanceOf, Requires, check_relations, check_value
 from bayes_risk._memory import peak_memory
 from bayes_risk._rng import given_or_fresh
 from bayes_risk._search_spec import OBJECTIVES, SearchSpec
@@ -81,6 +81,11 @@ def _cpu_deadline(seconds: float | None) -> Iterator[bool]:
     finally:
         signal.setitimer(signal.ITIMER_PROF, 0)
         signal.signal(signal.SIGPROF, old)
+
+
+#: :func:`design`'s arguments against each other
+_RELATIONS = (Requires("resume", "out", code="OPTION_REQUIRED",
+                       why="the folder of the design to go on with"),)
 
 
 def design(
@@ -156,6 +161,7 @@ def design(
         A bad argument, an empty space, an ``out`` that holds another design (or any file
         without ``resume``), or a resumed design whose settings differ (``DESIGN_DIFFERS``).
     """
+    check_relations(dict(resume=resume, out=out), _RELATIONS)
     import optuna
 
     from bayes_risk._specs import as_spec

@@ -84,10 +84,7 @@ def suggest(trial: Any, space: DesignSpace, cands: list[dict[str, Any]]) -> dict
 
 def journal_storage(root: Path | None, resume: bool) -> Any:
     """Optuna's journal in ``root`` (appended as each candidate finishes), or in memory."""
-    if root is None:
-        if resume:
-            raise ValidationError("resume needs out, the folder of the design to go on with.",
-                                  code="OPTION_REQUIRED")
+    if root is None:  # design's relations refuse resume without out
         return None
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend

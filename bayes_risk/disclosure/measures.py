@@ -18,6 +18,7 @@ from bayes_risk._constraints import (
     Interval,
     Options,
     SequenceOf,
+    Within,
     check_params,
     check_value,
 )
@@ -63,16 +64,6 @@ CAP_MEASURES = ("baseCAPd", "CAPd", "CAPs", "DCAP", "TCAP")
 _COMPAT = (None, "synthpop")
 
 
-def _check_names(keys: Any, target: Any) -> tuple[list[str], str]:
-    if isinstance(keys, str):
-        keys = [keys]
-    keys = column_names(keys, "keys")
-    check_value(target, InstanceOf(str, "one column name"), "target")
-    if target in keys:
-        raise ValidationError(f"target {target!r} is also among the keys; it cannot be both.")
-    return keys, target
-
-
 #: a number of groups of a numeric column (0: not grouped)
 _NGROUPS = [Interval(int, 2), Options((0,), listed=True)]
 
@@ -81,7 +72,10 @@ _CHECKS = {
     "ngroups_target": [*_NGROUPS, None],
     "k_anonymity": SequenceOf(Interval(int, 2), "integers >= 2", min_len=0),
     "compat": Options(_COMPAT, listed=True),
+    "target": InstanceOf(str, "one column name"),
 }
+#: :func:`disclosure_measures`'s arguments against each other
+_RELATIONS = (Within("target", "keys", apart=True),)
 
 
 def _key_groups(ngroups_keys: Any, keys: list[str], schema: Schema) -> list[int | None]:
@@ -399,10 +393,11 @@ def disclosure_measures(
     >>> float(r.ident["UiO"][0]), float(r.attrib["DiSCO"][0]), float(r.allCAPs["TCAP"][0])
     (20.0, 60.0, 60.0)
     """
-    keys, target = _check_names(keys, target)
-    ex = as_spec(exclude, ExclusionSpec, "exclude")
+    keys = column_names([keys] if isinstance(keys, str) else keys, "keys")
     ngroups = check_params(dict(ngroups_target=ngroups_target, k_anonymity=k_anonymity,
-                                compat=compat), _CHECKS)["ngroups_target"] or None
+                                compat=compat, target=target, keys=keys), _CHECKS,
+                           relations=_RELATIONS)["ngroups_target"] or None
+    ex = as_spec(exclude, ExclusionSpec, "exclude")
     is_compat = compat == "synthpop"
     # record i is never paired with row i: the same records in another order are the same
     datasets, source = as_synthetic_list(synthetic, original=original, row_order=False)

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import Interval, Options, check_params, check_value, checked
+from bayes_risk._constraints import Interval, Options, Within, check_params, check_value, checked
 from bayes_risk._specs import argument_checks, cli_option
 from bayes_risk.data.normalise import check_not_empty
 from bayes_risk.data.schema import did_you_mean
@@ -42,6 +42,11 @@ MISSING_POLICY = {
                 "value of its own in l-diversity's key cells, and each missing sensitive value "
                 "counts as a distinct value (ldiversity)"}
 
+#: :func:`original_risk`'s column arguments against each other
+_RELATIONS = (Within("sensitive", "keys", apart=True, why="a column is either a key or sensitive"),
+              Within("weights", "keys", apart=True),
+              Within("weights", "sensitive", apart=True))
+
 #: the largest number of key subsets SUDA2 examines (2**16: 16 keys, or max_size fewer)
 MAX_SUBSETS = 1 << 16
 
@@ -63,15 +68,10 @@ def _check(original: Any, keys: list[str], sensitive: list[str], method: Any, ma
                 f"{argument}: column(s) {absent} are not in the original data (columns: "
                 f"{list(original.columns)})." + did_you_mean(absent[0], original.columns),
                 code="MISSING_COLUMN")
-    both = [s for s in sensitive if s in keys]
-    if both:
-        raise ValidationError(
-            f"sensitive column(s) {both} are also keys; a column is either a key or sensitive.")
-    if isinstance(weights, str) and weights in keys + sensitive:
-        raise ValidationError(f"weights column {weights!r} is also a key or sensitive column.")
     check_params(dict(method=method, compat=compat, max_size=max_size,
-                      dis_fraction=dis_fraction, recursive_c=recursive_c),
-                 argument_checks(original_risk))
+                      dis_fraction=dis_fraction, recursive_c=recursive_c, keys=keys,
+                      sensitive=sensitive, weights=weights),
+                 argument_checks(original_risk), relations=_RELATIONS)
     for k in k_anonymity:
         check_value(k, Interval(int, 2), "k_anonymity values")
 

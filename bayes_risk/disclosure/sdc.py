@@ -11,7 +11,15 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._checksums import file_sha256
-from bayes_risk._constraints import InstanceOf, Options, check_params, check_value, checked
+from bayes_risk._constraints import (
+    InstanceOf,
+    OneOf,
+    Options,
+    Requires,
+    Within,
+    check_params,
+    checked,
+)
 from bayes_risk._io import read_json
 from bayes_risk._specs import argument_checks, cli_option
 from bayes_risk.data.coding import code_values
@@ -33,6 +41,14 @@ __all__ = ["sdc"]
 
 #: smallest number of values a smoothing spline is fitted to
 MIN_SMOOTH = 5
+#: ``sdc``'s arguments against each other
+RELATIONS = (
+    Requires("keys", "remove"),
+    Requires("recode_exclude", "bottom_top_coding"),
+    Within("recode_exclude", "bottom_top_coding"),
+    OneOf(("bottom_top_coding", "remove", "smooth"), required=True, only=False,
+          code="OPTION_REQUIRED"),
+)
 
 
 def sdc(
@@ -52,7 +68,8 @@ def sdc(
     bottom_top_coding: Annotated[Mapping[str, tuple[float | None, float | None]] | None, cli_option(
         "--bottom-top", "bottom and top coding of a numeric synthesized column: values below "
         "BOTTOM become BOTTOM, above TOP become TOP; leave a side empty for no bound "
-        "(Income=:200000)", nargs="+", metavar="COL=BOTTOM:TOP", parse=parse_bounds)] = None,
+        "(Income=:200000)", nargs="+", metavar="COL=BOTTOM:TOP", parse=parse_bounds)
+        | checked([InstanceOf(Mapping, "a mapping {column: (bottom, top)}"), None])] = None,
     recode_exclude: Annotated[Mapping[str, Sequence[float]] | None, cli_option(
         "--exclude", "values of a --bottom-top column left as they are (a missing-value code)",
         nargs="+", metavar="COL=V[,V...]", parse=parse_excluded)] = None,
@@ -121,14 +138,11 @@ def sdc(
     >>> out.extra["post_processing"][0]["n_top_coded"]
     {'income': [1]}
     """
-    check_params(dict(remove=remove, compat=compat), argument_checks(sdc))
-    if keys is not None and remove is None:
-        raise ValidationError(f"{arg_name('keys')} applies to {arg_name('remove')}, which is not "
-                              "given.", code="OPTION_CONFLICT")
-    if not (bottom_top_coding or recode_exclude or remove or smooth):
-        raise ValidationError(f"nothing to do: give {arg_name('bottom_top_coding')}, "
-                              f"{arg_name('remove')} or {arg_name('smooth')}.",
-                              code="OPTION_REQUIRED")
+    # an empty operation is none given
+    check_params(dict(remove=remove, compat=compat, keys=keys, smooth=smooth or None,
+                      bottom_top_coding=bottom_top_coding or None,
+                      recode_exclude=recode_exclude or None),
+                 argument_checks(sdc), relations=RELATIONS)
     require_frame(original, "original")
     datasets, source = as_synthetic_list(synthetic, original=original, row_order=False)
     datasets = [z.copy() for z in datasets]
@@ -264,20 +278,9 @@ def _coded(column: str) -> str:
 
 def _check_coding(coding: Any, exclude: Any, z: pd.DataFrame, schema: Any
                   ) -> dict[str, tuple[float | None, float | None, np.ndarray]]:
-    if coding is None:
-        if exclude:
-            raise ValidationError(f"{arg_name('recode_exclude')} applies to "
-                                  f"{arg_name('bottom_top_coding')}, which is not given.",
-                                  code="OPTION_CONFLICT")
+    if coding is None:  # the relations of sdc's arguments refuse an exclusion without it
         return {}
-    check_value(coding, InstanceOf(Mapping, "a mapping {column: (bottom, top)}"),
-                "bottom_top_coding")
     exclude = dict(exclude or {})
-    unknown = [c for c in exclude if c not in coding]
-    if unknown:
-        raise ValidationError(f"{arg_name('recode_exclude')} names column(s) {unknown} that "
-                              f"{arg_name('bottom_top_coding')} does not code.",
-                              code="INVALID_ARGUMENT")
     cols = _check_columns(list(coding), "bottom_top_coding", z, schema)
     out = {}
     for c in cols:

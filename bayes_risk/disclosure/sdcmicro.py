@@ -16,6 +16,7 @@ from typing import Annotated, Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import OneOf, Requires, check_relations
 from bayes_risk._rng import RandomSeed, spawn
 from bayes_risk._specs import as_spec, cli_option
 from bayes_risk.data.missing import missing_kinds
@@ -27,6 +28,14 @@ from bayes_risk.disclosure.specs import SDCMICRO_REMEDIES, SdcMicroSpec
 from bayes_risk.exceptions import ValidationError, arg_name
 
 __all__ = ["sdcmicro"]
+
+#: ``sdcmicro``'s arguments (and ``settings.importance``) against each other
+RELATIONS = (
+    OneOf(("pram", "local_suppression", "microaggregation", "add_noise"), required=True,
+          only=False, code="OPTION_REQUIRED"),
+    Requires("importance", "local_suppression"),
+    Requires("strata", ("pram", "local_suppression", "microaggregation")),
+)
 
 
 def sdcmicro(
@@ -126,14 +135,10 @@ def sdcmicro(
     """
     settings = as_spec(settings, SdcMicroSpec, "settings")
     importance = settings.importance
-    if not (pram or local_suppression or microaggregation or add_noise):
-        raise ValidationError(f"nothing to do: give {arg_name('pram')}, "
-                              f"{arg_name('local_suppression')}, {arg_name('microaggregation')} "
-                              f"or {arg_name('add_noise')}.", code="OPTION_REQUIRED")
-    if importance is not None and not local_suppression:
-        raise ValidationError(f"{arg_name('importance')} applies to "
-                              f"{arg_name('local_suppression')}, which is not given.",
-                              code="OPTION_CONFLICT")
+    # an empty operation is none given
+    check_relations(dict(pram=pram or None, local_suppression=local_suppression or None,
+                         microaggregation=microaggregation or None, add_noise=add_noise or None,
+                         strata=strata, importance=importance), RELATIONS)
     require_frame(original, "original")
     datasets, source = as_synthetic_list(synthetic, original=original, row_order=False)
     datasets = [z.copy() for z in datasets]
@@ -234,11 +239,6 @@ def _check_strata(strata: Any, cols: Mapping[str, list[str]], z: pd.DataFrame) -
     if changed:
         raise ValidationError(f"{arg_name('strata')}: column(s) {changed} are also changed by "
                               "the remedies; strata must be released as they are.",
-                              code="OPTION_CONFLICT")
-    if not (cols["pram"] or cols["local_suppression"] or cols["microaggregation"]):
-        raise ValidationError(f"{arg_name('strata')} applies to {arg_name('pram')}, "
-                              f"{arg_name('local_suppression')} and "
-                              f"{arg_name('microaggregation')}, none of which is given.",
                               code="OPTION_CONFLICT")
     return strata
 

@@ -15,6 +15,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from bayes_risk._constraints import Requires, Within, check_relations
 from bayes_risk._lattice import LatticeSpec, Warned, planned, shapley_values, sweep
 from bayes_risk._memory import check_memory, working_bytes
 from bayes_risk._specs import as_spec
@@ -152,22 +153,20 @@ def known_sweep(
                  extra={"shared_encoding": ev.shared, "match_masks": ev.masks})
 
 
+#: :func:`known_sweep`'s arguments against each other
+_RELATIONS = (Within("synthesized", "candidates"),
+              Requires("replicates", "synthesized", code="INVALID_ARGUMENT",
+                       why="the candidates the replicates replicate"))
+
+
 def _synthesized(original: pd.DataFrame, synthetic: Any, cands: list[str],
                  synthesized: Sequence[str] | None, replicates: Any) -> set[str]:
     """The synthesized candidates: as given, from the release's schema roles, or found by
     comparing the released values with the original's."""
+    check_relations(dict(synthesized=synthesized, candidates=cands, replicates=replicates),
+                    _RELATIONS)
     if synthesized is not None:
-        syn = {str(c) for c in ([synthesized] if isinstance(synthesized, str) else synthesized)}
-        extra = sorted(syn - set(cands))
-        if extra:
-            raise ValidationError(
-                f"synthesized names {extra}, which are not candidates ({cands})."
-            )
-        return syn
-    if replicates is not None:
-        raise ValidationError(
-            "with replicates= give synthesized= (the candidates the replicates replicate)."
-        )
+        return {str(c) for c in ([synthesized] if isinstance(synthesized, str) else synthesized)}
     return inferred_synthesized(original, synthetic, cands)
 
 

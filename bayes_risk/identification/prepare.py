@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import Options, check_params, check_value
+from bayes_risk._constraints import Options, Requires, check_params, check_relations, check_value
 from bayes_risk._specs import argument_checks
 from bayes_risk.data.alignment import check_rows_aligned
 from bayes_risk.data.coding import coded_as_released
@@ -68,12 +68,18 @@ def known_names(known: Any) -> list[str]:
     return require_distinct(names, "known")
 
 
+#: the identification entry points' arguments against each other
+_RELATIONS = (Requires("replicates", "synthesized", code="INVALID_ARGUMENT",
+                       why="the known columns the replicates replace"),)
+
+
 def known_columns(original: pd.DataFrame, synthetic: Any, known: Any, synthesized: Any,
                   replicates: Any) -> tuple[list[str], list[str]]:
     """The known columns split into those released unchanged and those synthesized (given, the
     release's manifest, else those whose released values differ from the original's); the
     entry points' check of ``original``, before :func:`prepare`."""
     check_original(original)
+    check_relations(dict(replicates=replicates, synthesized=synthesized), _RELATIONS)
     known = known_names(known)
     if synthesized is not None:
         syn = _names(synthesized)
@@ -87,10 +93,6 @@ def known_columns(original: pd.DataFrame, synthetic: Any, known: Any, synthesize
                 + did_you_mean(miss[0], cols), code="UNKNOWN_COLUMN",
             )
         syn_set = set(syn)
-    elif replicates is not None:
-        raise ValidationError(
-            "with replicates= give synthesized= (the known columns the replicates replace)."
-        )
     else:
         syn_set = inferred_synthesized(original, synthetic, known)
     return [c for c in known if c not in syn_set], [c for c in known if c in syn_set]
@@ -179,14 +181,8 @@ def _resolve_options(o: dict[str, Any], known_us: list[str], *, targets, replica
     o["window"] = o["window"] or "closed"
     o["shape"] = o["shape"] or "rectangle"
     if o["shape"] == "mahalanobis":
-        # the radius is a Mahalanobis distance: one absolute radius on whitened values
-        if o["radius_type"] not in ("percentage", "absolute"):
-            raise ValidationError(
-                "shape='mahalanobis' takes radius as a Mahalanobis distance; radius_type "
-                f"{o['radius_type']!r} does not apply (leave it at its default or use "
-                "'absolute').",
-                code="INVALID_ARGUMENT"
-            )
+        # the radius is a Mahalanobis distance: one absolute radius on whitened values (a
+        # radius_type of another kind is refused by MatchSpec)
         if o["r_min"]:
             raise ValidationError("r_min does not apply to shape='mahalanobis'.",
                                   code="INVALID_ARGUMENT")
@@ -227,10 +223,7 @@ def _match_rule(o: Mapping[str, Any], sk: Schema, original: pd.DataFrame, known_
     r_min = o["r_min"]
     if isinstance(r_min, (int, float)) and not isinstance(r_min, bool):
         r_min = {c: float(r_min) for c in rad}
-    r_min = dict(r_min or {})
-    if r_min and radius_type != "percentage":
-        raise ValidationError("r_min applies to radius_type='percentage' only.",
-                              code="INVALID_ARGUMENT")
+    r_min = dict(r_min or {})  # of a percentage radius (MatchSpec; mahalanobis: refused above)
     return MatchRule(
         exact_us=tuple(c for c in known_us if c not in rad),
         exact_s=tuple(c for c in known_s if c not in rad),

@@ -9,12 +9,12 @@ import warnings
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import Interval, Options, check_fields, checked
+from bayes_risk._constraints import AtMost, Interval, Options, Relation, check_fields, checked
 from bayes_risk._io import remove_scratch, scratch_folder
 from bayes_risk._rng import RandomSeed, child_sequence, seed_sequence
 from bayes_risk._terminal import progress
@@ -100,6 +100,9 @@ class PosteriorReplicates:
     random_seed: RandomSeed = None
     allow_other_model: bool = False
 
+    #: the fields against each other (checked by ``check_fields``)
+    RELATIONS: ClassVar[tuple[Relation, ...]] = (AtMost("min_replicates", "max_replicates"),)
+
     def __post_init__(self) -> None:
         name = type(self.model).__name__
         if not capabilities(self.model).posterior_replicates:
@@ -112,11 +115,6 @@ class PosteriorReplicates:
                 "donor='bayes_bootstrap').", code="NO_POSTERIOR_PREDICTIVE",
             )
         check_fields(self, prefix="")
-        if self.min_replicates > self.max_replicates:
-            raise ValidationError(
-                f"min_replicates ({self.min_replicates}) exceeds max_replicates "
-                f"({self.max_replicates})."
-            )
 
     def _models(self, datasets: Sequence[pd.DataFrame], seq: np.random.SeedSequence) -> list:
         if self.view == "agency":

@@ -10,11 +10,14 @@ import contextlib
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from bayes_risk._constraints import (
     Interval,
+    OneOf,
     Options,
+    Relation,
+    Requires,
     SequenceOf,
     Text,
     check_fields,
@@ -220,6 +223,15 @@ class MatchSpec:
             "--compat", "reproduce the IdentificationRiskCalculation R package exactly",
             choices=COMPAT_MODES, group=INTRUDER) | checked([Options(COMPAT_MODES), None]))
 
+    #: the fields against each other (checked by ``check_fields``)
+    RELATIONS: ClassVar[tuple[Relation, ...]] = (
+        Requires("shape", "radius_type", when=("mahalanobis",), equal=("percentage", "absolute"),
+                 code="INVALID_ARGUMENT", why="it takes the radius as a Mahalanobis distance, "
+                 "one absolute radius on whitened values"),
+        Requires("r_min", "radius_type", equal=("percentage",), code="INVALID_ARGUMENT",
+                 why="the floor of a percentage radius"),
+    )
+
     def __post_init__(self) -> None:
         radius = self.radius
         if radius is not None and not is_number(radius) and not isinstance(radius, Mapping):
@@ -342,35 +354,25 @@ class PopulationSpec:
         "records, exactly; one known to be selected only synthesized records", metavar="RULE",
         group=INTRUDER))
 
+    #: the fields against each other (checked by ``check_fields``)
+    RELATIONS: ClassVar[tuple[Relation, ...]] = (
+        *(Requires(name, "membership", equal=("unknown",), code="OPTION_REQUIRED",
+                   why="the intruder does not know who is in the sample")
+          for name in ("counts", "weights")),
+        OneOf(("counts", "weights"), why="the population counts, or the survey weights they "
+              "are estimated from"),
+        OneOf(("sampling_fraction", "population_size"), code="INVALID_ARGUMENT"),
+        Requires("targets", "target_id", code="OPTION_REQUIRED",
+                 why="the id column linking the targets to the original's records"),
+        Requires("target_id", "targets", code="INVALID_ARGUMENT",
+                 why="the id column of the targets"),
+    )
+
     def __post_init__(self) -> None:
         check_fields(self)
-        if self.membership == "known":
-            for name in ("counts", "weights"):
-                if getattr(self, name) is not None:
-                    raise ValidationError(
-                        f"PopulationSpec.{name} is used only with "
-                        f"{arg_name('membership', repr('unknown'), cli='unknown')}"
-                        " (the intruder does not know who is in the sample).",
-                        code="OPTION_REQUIRED")
         if isinstance(self.counts, str):  # else true counts, checked with the targets
             check_value(self.counts, Options(LOGLINEAR_ORIGINAL + LOGLINEAR_SYNTHETIC,
                                              listed=True), "PopulationSpec.counts given as text")
-        if self.counts is not None and self.weights is not None:
-            raise ValidationError(
-                "PopulationSpec.counts and PopulationSpec.weights: give one (the population "
-                "counts, or the survey weights they are estimated from), not both.",
-                code="OPTION_CONFLICT")
-        self._check_size()
-        if self.targets is not None and self.target_id is None:
-            raise ValidationError(
-                "PopulationSpec.targets needs target_id, the id column linking the targets to "
-                "the original's records.", code="OPTION_REQUIRED")
-        if self.targets is None and self.target_id is not None:
-            # "PopulationSpec.targets" on the command line is --targets FILE
-            targets = arg_name("PopulationSpec.targets", cli="FILE")
-            raise ValidationError(
-                f"PopulationSpec.target_id names the id column of the targets; give {targets} "
-                "too.")
         if self.weights is not None:
             object.__setattr__(self, "weights", _weights(self.weights))
         if self.estimate != "default" and (self.weights is not None or not (
@@ -378,13 +380,6 @@ class PopulationSpec:
             raise ValidationError(
                 f"PopulationSpec.estimate={self.estimate!r} applies to log-linear counts only, "
                 "not to survey weights or counts given.")
-
-    def _check_size(self) -> None:
-        a, N = self.sampling_fraction, self.population_size
-        if a is not None and N is not None:
-            raise ValidationError(
-                "PopulationSpec.sampling_fraction: give sampling_fraction or population_size, "
-                "not both.")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready description (data given as counts or weights are described, not copied)."""

@@ -7,12 +7,19 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from bayes_risk._constraints import Flag, Interval, Options, check_fields, checked
+from bayes_risk._constraints import (
+    Flag,
+    Interval,
+    Options,
+    Relation,
+    Requires,
+    check_fields,
+    checked,
+)
 from bayes_risk._specs import cli_option
 from bayes_risk.attribute.specs import REFIT_CACHE, REFIT_CACHE_HELP
-from bayes_risk.exceptions import ValidationError
 
 __all__ = ["AttackSpec", "RatioSpec"]
 
@@ -73,11 +80,13 @@ class AttackSpec:
         "disables)", metavar="B", type=int)
         | checked(Interval(int, 0)))
 
+    #: the fields against each other (checked by ``check_fields``)
+    RELATIONS: ClassVar[tuple[Relation, ...]] = (
+        Requires("prior", "population_size", when=("sampling",), code="OPTION_REQUIRED",
+                 why="the base rate n/N"),)
+
     def __post_init__(self) -> None:
         check_fields(self)
-        if self.prior == "sampling" and self.population_size is None:
-            raise ValidationError("AttackSpec(prior='sampling') (the base rate n/N) needs "
-                                  "population_size=N.", code="OPTION_REQUIRED")
 
 
 @dataclass(frozen=True)

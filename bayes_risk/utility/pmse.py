@@ -238,11 +238,6 @@ def _null(null: str, method: str, incomplete: bool, m: int, syn_cols: list[str])
                 f"{method_('cart')} with incomplete synthesis (synthesized columns "
                 f"{syn_cols}) needs the 'pairs' null, which needs m >= 2 synthetic datasets; "
                 f"got m = 1. Use {method_('logit')} (theory null) or release more datasets.")
-    if null == "theory" and method == "cart":
-        raise ValidationError(
-            f"{null_('theory')} needs a parametric (logit) propensity model; use "
-            f"{null_('perm')} or {null_('pairs')} with {method_('cart')}.",
-            code="INVALID_ARGUMENT")
     if null == "perm" and incomplete:
         raise ValidationError(
             f"{null_('perm')} is valid for complete synthesis only (Snoke et al. 2018, Table 7); "

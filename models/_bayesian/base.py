@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import Flag, Interval, check_value
+from bayes_risk._constraints import Flag, Interval, Requires, check_relations, check_value
 from bayes_risk._io import to_jsonable
 from bayes_risk._rng import RandomSeed, seed_to_json, spawn
 from bayes_risk._specs import is_default
@@ -63,6 +63,11 @@ if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
 
 __all__ = ["BayesianSynthesizer"]
+
+#: :meth:`BayesianSynthesizer.from_posterior`'s arguments against each other
+FROM_POSTERIOR_RELATIONS = (Requires("synthesized_records", "data", code="INVALID_ARGUMENT",
+                                     why="the records not synthesized are released as they "
+                                     "are, from the confidential data"),)
 
 
 class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
@@ -704,6 +709,8 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         -------
         BayesianSynthesizer
         """
+        check_relations(dict(synthesized_records=synthesized_records, data=data),
+                        FROM_POSTERIOR_RELATIONS)
         model = cls(**settings)
         check_value(schema, SCHEMA, "schema")
         if not schema.synthesized:  # no roles given: full synthesis, as in fit
@@ -724,9 +731,6 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
             if flags.shape != (n_records,):
                 raise ValidationError(
                     f"synthesized_records must have one flag per record ({n_records}).")
-            if data is None:  # the records not synthesized are released as they are, from data
-                raise ValidationError("synthesized_records (partial synthesis of selected "
-                                      "records) needs the confidential data: pass data=...")
         return model.adopt(dt, schema, n_records, data=data, flags=flags)
 
     def adopt(self, posterior: xr.DataTree, schema: Schema, n_records: int, *,

@@ -15,7 +15,7 @@ import pandas as pd
 import bayes_risk.models.poisson.kernels as pk
 import bayes_risk.models.poisson.loglik as _loglik
 import bayes_risk.models.poisson.weak as pw
-from bayes_risk._constraints import Interval, Options, check_value
+from bayes_risk._constraints import Interval, Options, Requires, check_relations, check_value
 from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.models.poisson.state import PoissonState
 
@@ -128,6 +128,11 @@ def column_index(state: PoissonState, column: str) -> int:
     return cols.index(column)
 
 
+#: :meth:`PoissonMixture.largest_value_loglik`'s arguments against each other
+_RELATIONS = (Requires("total_known", "scenario", equal=("second_largest",),
+                       code="INVALID_ARGUMENT"),)
+
+
 def largest_value_loglik(state: PoissonState, column: str, synthetic: Any, scenario: str,
                          total_known: bool, candidates: Any, upper: Any, step: float,
                          idx: np.ndarray, memberships: Any, data: pd.DataFrame | None,
@@ -135,8 +140,7 @@ def largest_value_loglik(state: PoissonState, column: str, synthetic: Any, scena
     """The work of :meth:`PoissonMixture.largest_value_loglik` (documented there); ``kept``: the
     confidential table the model keeps."""
     check_value(scenario, Options(LARGEST_VALUE_SCENARIOS), "scenario")
-    if total_known and scenario != "second_largest":
-        raise ValidationError("total_known applies to scenario='second_largest' only.")
+    check_relations(dict(total_known=total_known, scenario=scenario), _RELATIONS)
     if scenario != "worst_case" and state.synthesized_records is not None:
         raise NotImplementedError(
             f"scenario={scenario!r} with partial synthesis of selected records: the records "

@@ -15,7 +15,7 @@ import bayes_risk.models.seqreg.loglik as _loglik
 import bayes_risk.models.seqreg.missing as _missing
 import bayes_risk.models.seqreg.posterior as _posterior
 import bayes_risk.models.seqreg.synthesis as _synthesis
-from bayes_risk._constraints import Options, check_value
+from bayes_risk._constraints import Options, Within, check_relations, check_value
 from bayes_risk._rng import RandomSeed, spawn
 from bayes_risk.contract import ModelInfo
 from bayes_risk.data.schema import Schema
@@ -43,6 +43,9 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["SequentialRegression", "default_family"]
 
 _METHODS = ("auto", "exact", "nuts", "laplace")
+#: the settings against each other
+_RELATIONS = (Within("predictors", "formulas", apart=True,
+                     why="give a column's predictors or its formula"),)
 
 
 def default_family(spec) -> str:
@@ -194,10 +197,9 @@ class SequentialRegression(BayesianSynthesizer):
                 )
             fams[c] = f
         preds: dict[str, list[str]] = {}
+        check_relations(self, _RELATIONS)
         given_p = {k: list(v) for k, v in (self.predictors or {}).items()}
         for c, form in (self.formulas or {}).items():
-            if c in given_p:
-                raise ValidationError(f"column {c!r} has both predictors and a formula; give one.")
             given_p[c] = parse_formula(form, target=c)[1]
         synthesized_only(given_p, "predictors")
         unsyn = schema.unsynthesized

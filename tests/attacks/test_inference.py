@@ -151,7 +151,7 @@ def test_bad_options_name_the_argument():
     with pytest.raises(ValidationError) as err:
         br.inference_risk(IORIG, ISYN, secret="zzz", **kw)
     assert err.value.code == "MISSING_COLUMN" and "zzz" in str(err.value)
-    with pytest.raises(ValidationError, match="both a secret and among aux_columns"):
+    with pytest.raises(ValidationError, match=r"secret and aux_columns both name \['a'\]"):
         br.inference_risk(IORIG, ISYN, secret="a", aux_columns=["a", "c"])
     with pytest.raises(ValidationError, match="regression=True for the categorical secret 'c'"):
         br.inference_risk(IORIG, ISYN, secret="c", guess=br.GuessSpec(regression=True), **kw)

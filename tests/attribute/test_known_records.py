@@ -205,11 +205,16 @@ def test_curve_end_points_and_table():
 
 def test_refusals():
     model, aug = _model(50, 6)
-    with pytest.raises(ValidationError, match="exactly one of"):
+    with pytest.raises(ValidationError, match="ScenarioSpec.kind='known_records' needs "
+                       "ScenarioSpec.known_records or ScenarioSpec.known_fraction"):
         ScenarioSpec("known_records")
+    with pytest.raises(ValidationError, match="known_fraction: give one of them, not both"):
+        ScenarioSpec("known_records", known_records=[1], known_fraction=0.5)
     with pytest.raises(ValidationError, match=r"in \[0, 1\]"):
         ScenarioSpec("known_records", known_fraction=1.5)
-    with pytest.raises(ValidationError, match="applies to ScenarioSpec.kind='known_records' only"):
+    with pytest.raises(ValidationError,
+                       match=r"ScenarioSpec.known_fraction needs ScenarioSpec.kind='known_records'"
+                       r"\. Got ScenarioSpec.kind='worst_case'\."):
         ScenarioSpec("worst_case", known_fraction=0.5)
     with pytest.raises(ValidationError, match=r"known_records: index 99 is outside 0\.\."):
         _run(model, aug, scenario=ScenarioSpec("known_records", known_records=[99]))

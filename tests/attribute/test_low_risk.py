@@ -111,8 +111,8 @@ def test_refuses_options_that_do_not_apply(toy5):
         attribute_risk(y, release, model=model, prior="truth-weighted:2", scenario="empty")
     with pytest.raises(ValidationError, match=r"\['EstimatorSpec.kind'\] do not apply"):
         attribute_risk(y, release, model=model, scenario="empty", estimator="is")
-    with pytest.raises(ValidationError, match="ScenarioSpec.known applies to ScenarioSpec.kind="
-                       "'partially_known' only"):
+    with pytest.raises(ValidationError, match="ScenarioSpec.known needs ScenarioSpec.kind="
+                       "'partially_known'"):
         attribute_risk(y, release, model=model, scenario=ScenarioSpec(kind="empty", known=["race"]))
     with pytest.raises(ValidationError, match=r"\['EstimatorSpec.psis'\] do not apply"):
         attribute_risk(y, release, model=model, scenario="empty",

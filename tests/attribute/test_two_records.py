@@ -174,7 +174,7 @@ def test_two_records_prior_and_with_prior():
 
 def test_two_records_refusals():
     model, aug = _model(50, seed=5)
-    with pytest.raises(ValidationError, match="needs pairs") as e:
+    with pytest.raises(ValidationError, match="needs ScenarioSpec.pairs") as e:
         _run(model, aug, scenario="two_records")
     assert e.value.code == "INVALID_ARGUMENT"
     with pytest.raises(ValidationError, match="one record twice"):
@@ -187,10 +187,10 @@ def test_two_records_refusals():
     with pytest.raises(ValidationError, match="records does not apply"):
         _run(model, aug, records=[1], scenario=ScenarioSpec(kind="two_records", pairs=[(1, 2)]))
     with pytest.raises(ValidationError,
-                       match="ScenarioSpec.pairs applies to ScenarioSpec.kind='two_records'"):
+                       match="ScenarioSpec.pairs needs ScenarioSpec.kind='two_records'"):
         _run(model, aug, scenario=ScenarioSpec(pairs=[(1, 2)]))
-    with pytest.raises(ValidationError, match="ScenarioSpec.known applies to ScenarioSpec.kind="
-                       "'partially_known' only"):
+    with pytest.raises(ValidationError, match="ScenarioSpec.known needs ScenarioSpec.kind="
+                       "'partially_known'"):
         ScenarioSpec("two_records", known=["y"], pairs=[(1, 2)])
     with pytest.raises(NotSupportedError, match="other record") as e:
         _run(model, aug, prior="empirical:1",
@@ -402,7 +402,7 @@ def test_known_sums_refusals():
     model, aug = _sum_model(50, seed=12)
     two = {"pairs": [(0, 1)]}
     with pytest.raises(ValidationError,
-                       match="known_sums applies to ScenarioSpec.kind='two_records'"):
+                       match="known_sums needs ScenarioSpec.kind='two_records'"):
         ScenarioSpec("worst_case", known_sums=True)
     with pytest.raises(ValidationError, match="non-empty sequence") as e:
         ScenarioSpec("two_records", known_sums=[], **two)

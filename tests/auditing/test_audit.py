@@ -898,8 +898,9 @@ def test_every_input_checked_before_the_first_step(release, tmp_path, capsys):
     orig, syn = release
     cases = [  # (known, fields of the settings, error)
         (["Age", "Age", "Urban"], {}, r"known lists column\(s\) \['Age'\] more than once"),
-        (KNOWN, dict(targets=["Income", "Age"]), r"targets: \['Age'\] is also known"),
-        ([*KNOWN, "Income"], dict(targets=["Income"]), r"targets: \['Income'\] is also known"),
+        (KNOWN, dict(targets=["Income", "Age"]), r"known and targets both name \['Age'\]"),
+        ([*KNOWN, "Income"], dict(targets=["Income"]),
+         r"known and targets both name \['Income'\]"),
         (KNOWN, dict(targets=["Income", "Income"]), r"targets lists .*'Income'.* more than"),
         (KNOWN, dict(attribute_records=[3, 3]), "attribute_records contains duplicate"),
         (KNOWN, dict(skip=["utilty"]), "skip: unknown step 'utilty'"),
@@ -1105,7 +1106,8 @@ def test_audit_survey_weights(release):
     with pytest.raises(SchemaError, match="weights column 'x'"):
         br.audit(orig, str(release[1]), known=KNOWN, progressbar=False,
                  settings=br.AuditSettings(weights="x", skip=skip))
-    with pytest.raises(ValidationError, match="also a known column"):
+    with pytest.raises(ValidationError,
+                       match=r"known and weights both name \['Age'\]; survey weights are not"):
         br.audit(orig.drop(columns="w"), str(release[1]), known=KNOWN, progressbar=False,
                  settings=br.AuditSettings(weights="Age", skip=skip))
 

@@ -90,10 +90,10 @@ def test_known_curve_cli(saved, tmp_path, capsys):
 
 @pytest.mark.parametrize("extra, needle", [
     (["--known-fraction", "1.5"], "--known-fraction must be a number in [0, 1]. Got 1.5"),
-    (["--scenario", "known-records"], "needs exactly one of --known-records (row positions or "
-     "a boolean mask) and --known-fraction"),
+    (["--scenario", "known-records"], "--scenario known-records needs --known-records or "
+     "--known-fraction (row positions or a boolean mask, or a share of the records in [0, 1])"),
     (["--scenario", "empty", "--known-fraction", "0.5"],
-     "--known-fraction applies to --scenario known-records only (--scenario empty)"),
+     "--known-fraction needs --scenario known-records. Got --scenario empty."),
     (["--known-curve", "0.5", "--known-fraction", "0.5"], "--known-curve sets the known"),
     (["--known-curve", "0.5", "1.5"],
      "[BAD_OPTION_VALUE]: --known-curve must be a number in [0, 1]. Got 1.5"),

@@ -89,7 +89,7 @@ def test_scenario_errors_cli(saved_dpmpm, tmp_path, capsys):
     assert r.returncode != 0 and "largest-value likelihood" in r.stderr
     r = _in_process([*base, "--scenario", "empty", "--known", "AGE", "--out", str(tmp_path / "c")],
                     capsys)
-    assert r.returncode != 0 and "--known applies to --scenario partially-known" in r.stderr
+    assert r.returncode != 0 and "--known needs --scenario partially-known" in r.stderr
     # --delta is read only by the largest-value scenarios: refused elsewhere, not ignored
     r = _in_process([*base, "--delta", "0.1", "--out", str(tmp_path / "d")], capsys)
     assert r.returncode != 0 and "--delta applies to the largest-value scenarios" in r.stderr
@@ -188,7 +188,7 @@ def test_two_records_cli(saved_dpmpm, tmp_path, capsys):
     a, b = res.loglik[0][held], one.loglik[0]
     np.testing.assert_allclose(a - a.max(), b - b.max(), atol=1e-10)
     r = _cli([*base, "--scenario", "two-records", "--out", str(tmp_path / "a")], tmp_path, capsys)
-    assert r.returncode != 0 and "two-records needs pairs (--pairs)" in r.stderr
+    assert r.returncode != 0 and "--scenario two-records needs --pairs" in r.stderr
     r = _cli([*base, "--pairs", "0:1", "--records", "0-3", "--out", str(tmp_path / "b")],
              tmp_path, capsys)
     assert r.returncode != 0 and "--records does not apply" in r.stderr

@@ -327,7 +327,7 @@ def _syn_cases() -> list[Case]:
         Case("records-out-of-range", "attribute", 2, "outside 0..",
              prepare=lambda w, b: {"extra": ("--records", "0-100000")}),
         Case("known-sums-without-pairs", "attribute", 2,
-             "--known-sums applies to --scenario two-records",
+             "--known-sums needs --scenario two-records",
              prepare=lambda w, b: {"extra": ("--known-sums", "AGEP")}),
     ]
     return cases

@@ -286,7 +286,7 @@ def test_out_given_a_link_says_it_is_a_link(at, capsys, tmp_path):
     (["audit", "wide.csv", "rel", "--known", "Age", "Income", "--radius-type",
       "quantile-sd"], "OPTION_CONFLICT", "--radius-sweep none"),
     (["audit", "wide.csv", "rel", "--known", "Age", "Urban", "--target", "Age"],
-     "BAD_OPTION_VALUE", "--target: ['Age'] is also known to the intruder (--known)"),
+     "BAD_OPTION_VALUE", "--known and --target both name ['Age']; a target of the"),
     (["audit", "wide.csv", "rel", "--known", "Age", "--model", "nope"], "NOT_A_MODEL",
      "--model 'nope' is not a fitted-model folder"),
     (["attribute", "acs.csv", "acssyn", "--model", "model", "--candidates", "nope"],

@@ -92,7 +92,7 @@ def test_compat_and_exclusion_options(files, tmp_path, capsys):
 
 @pytest.mark.parametrize("extra, match", [
     (["--keys", "Age", "Agee", "--target", "Income"], "Did you mean 'Age'"),
-    (["--keys", "Age", "--target", "Age"], "also among the keys"),
+    (["--keys", "Age", "--target", "Age"], "--target and --keys both name ['Age']"),
     (["--keys", "Age", "--target", "Income", "--ngroups-target", "1"], "--ngroups-target must be"),
     (["--keys", "Age", "--target", "Income", "--denom-lim", "0"], "--denom-lim must be"),
     (["--keys", "Age", "--target", "Urban", "--ngroups-target", "3"], "only a numeric column"),

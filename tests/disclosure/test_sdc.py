@@ -151,7 +151,7 @@ def test_partial_releases_and_bad_input_are_refused():
         sdc(data, rel, remove="uniques")
     with pytest.raises(ValidationError, match="recode_exclude"):
         sdc(data, rel, recode_exclude={"Income": [0]})
-    with pytest.raises(ValidationError, match="keys applies to remove") as err:
+    with pytest.raises(ValidationError, match="keys needs remove") as err:
         sdc(data, rel, keys=["Age"], smooth=["Income"])
     assert err.value.code == "OPTION_CONFLICT"
     with pytest.raises(ValidationError, match="nothing to do: give bottom_top_coding") as err:

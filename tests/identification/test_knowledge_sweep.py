@@ -304,7 +304,8 @@ def test_synthesized_from_the_release_schema_and_given():
     y, rel = _release(6, n=20, m=2)
     res = sweep(y, rel, candidates=["a", "c"], categorical=["a", "c"], synthesized=["c"])
     assert res.synthesized == ("c",)
-    with pytest.raises(ValidationError, match="not candidates"):
+    with pytest.raises(ValidationError,
+                       match=r"synthesized names \[.y.\], which candidates does not name"):
         sweep(y, rel, candidates=["a", "c"], synthesized=["y"])
 
 

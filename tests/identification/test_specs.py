@@ -65,15 +65,17 @@ def test_match_spec_holds_its_fields():
 @pytest.mark.parametrize("kw, pattern", [
     (dict(membership="maybe"), "PopulationSpec.membership"),
     (dict(membership="unknown", estimate="mean"), "PopulationSpec.estimate"),
-    (dict(counts="loglinear_original"), r"PopulationSpec.counts is used only with membership"),
-    (dict(weights="w"), r"PopulationSpec.weights is used only with membership"),
+    (dict(counts="loglinear_original"),
+     r"PopulationSpec.counts needs PopulationSpec.membership='unknown'"),
+    (dict(weights="w"), r"PopulationSpec.weights needs PopulationSpec.membership='unknown'"),
     (dict(membership="unknown", counts=[1.0], weights=[1.0]), "not both"),
     (dict(membership="unknown", counts="loglinear_original", sampling_fraction=1.5),
      "PopulationSpec.sampling_fraction"),
     (dict(membership="unknown", counts="loglinear_original", population_size=0),
      "PopulationSpec.population_size"),
     (dict(membership="unknown", counts="loglinear_original", sampling_fraction=0.5,
-          population_size=100), "sampling_fraction or population_size, not both"),
+          population_size=100),
+     "PopulationSpec.sampling_fraction and PopulationSpec.population_size: give one of them"),
     (dict(membership="unknown", weights=[1.0, -2.0, 3.0]), r"weight 1 is -2.0"),
     (dict(membership="unknown", weights=[1.0, np.nan]), r"weight 1 is nan"),
     (dict(membership="unknown", weights=[[1.0, 2.0]]), "one weight per original record"),
@@ -81,9 +83,11 @@ def test_match_spec_holds_its_fields():
     (dict(membership="unknown", weights=[1.0], estimate="scaled"), "log-linear counts only"),
     (dict(target_id=""), "PopulationSpec.target_id must be a column name"),
     (dict(original_id=3), "PopulationSpec.original_id must be a column name"),
-    (dict(target_id="id"), "PopulationSpec.target_id names the id column of the targets"),
+    (dict(target_id="id"),
+     r"PopulationSpec.target_id needs PopulationSpec.targets \(the id column of the targets"),
     # checked by the spec since the command line's own checks went (issue 65)
-    (dict(targets=pd.DataFrame({"id": [1]})), "PopulationSpec.targets needs target_id"),
+    (dict(targets=pd.DataFrame({"id": [1]})),
+     "PopulationSpec.targets needs PopulationSpec.target_id"),
     (dict(membership="unknown", counts="loglinear"), "PopulationSpec.counts given as text must be"),
 ])
 def test_population_spec_errors_name_the_field(kw, pattern):
@@ -155,7 +159,7 @@ def test_known_and_synthesized_errors(toy):
         ir(y, z, known=["sex", "race"], synthesized=["race", "race"])
     with pytest.raises(SchemaError, match=r"\['rac'\].*Did you mean 'race'"):
         ir(y, z, known=["sex"], synthesized=["rac"])
-    with pytest.raises(ValidationError, match="with replicates= give synthesized="):
+    with pytest.raises(ValidationError, match=r"replicates needs synthesized \(the known columns"):
         ir(y, None, known=["sex", "race"], replicates=[d[["race"]] for d in z])
 
 

@@ -210,7 +210,8 @@ def test_release_privacy_reads_the_manifest_and_what_ends_it(release, tmp_path):
 def test_refusals_name_the_setting_and_the_code():
     data = _binary(20, 1)
     for kw, code in (({}, "OPTION_REQUIRED"), ({"epsilon": 1.0, "alpha": 1.0}, "OPTION_CONFLICT")):
-        with pytest.raises(ValidationError, match="needs epsilon .* or alpha") as err:
+        with pytest.raises(ValidationError, match=r"(exactly one of epsilon and alpha|epsilon "
+                           r"and alpha: give one of them, not both) \(the ε") as err:
             DPMultinomial(**kw).fit(data)
         assert err.value.code == code
     for bad in (0.0, -2.0, math.inf):

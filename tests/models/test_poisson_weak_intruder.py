@@ -172,7 +172,7 @@ def test_errors():
     z = pd.DataFrame({"wages": [5, 6, 5, 4, 1, 1]})
     with pytest.raises(ValidationError, match="scenario must be one of"):
         m.largest_value_loglik("wages", [z], scenario="nosy", upper=12)
-    with pytest.raises(ValidationError, match="total_known applies"):
+    with pytest.raises(ValidationError, match="total_known needs scenario='second_largest'"):
         m.largest_value_loglik("wages", [z], total_known=True, upper=12)
     with pytest.raises(ValidationError, match="synthesis groups"):
         m.largest_value_loglik("wages", [z], scenario="second_largest", upper=12,

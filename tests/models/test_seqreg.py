@@ -516,7 +516,8 @@ def test_partial_synthesis_uses_synthetic_earlier_columns_as_predictors():
                                    atol=1e-4)
         assert (zb[flags] != df["b"].astype(int).to_numpy()[flags]).any()
     # partial synthesis copies the records that are not selected: the data are needed
-    with pytest.raises(ValidationError, match="needs the confidential data"):
+    with pytest.raises(ValidationError, match=r"synthesized_records needs data \(the records "
+                       "not synthesized are released as they are, from the confidential data"):
         SequentialRegression.from_posterior({"b": draws_b, "y": draws_y}, schema, n_records=n,
                                             synthesized_records=flags)
 

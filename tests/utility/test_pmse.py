@@ -231,7 +231,8 @@ def test_auto_null_for_cart_incomplete_is_pairs():
     [
         ({"method": "forest"}, "PropensitySpec.method must be one of"),
         ({"null": "bootstrap"}, "PropensitySpec.null must be one of"),
-        ({"method": "cart", "null": "theory"}, "needs a parametric"),
+        ({"method": "cart", "null": "theory"},
+         r"PropensitySpec.null='theory' needs PropensitySpec.method='logit' \(its chi-square"),
         ({"null": "perm", "synthesized": ["x"]}, "complete synthesis only"),
         ({"null": "pairs"}, "needs m >= 2"),
         ({"max_order": -1}, "PropensitySpec.max_order must be"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from bayes_risk._constraints import Requires, check_relations
 from bayes_risk._specs import parse_records
 from bayes_risk.attribute.specs import (
     LARGEST_VALUE_SCENARIOS,
@@ -28,15 +29,18 @@ LARGEST_VALUE = "bayes_risk.attribute.largest_value:largest_value_risk"
 ATTRIBUTE_RISK = "bayes_risk.attribute.api:attribute_risk"
 
 
+#: the business-data measures' options against each other
+BUSINESS_RELATIONS = (Requires("top", "relative_difference",
+                               why="its targets are the K largest values of each column"),)
+
+
 def _business(args: argparse.Namespace) -> bool:
     """Whether the run is of the business-data measures, which read the release alone; the
     options of the model-based measures are refused beside them (before anything is read)."""
     from bayes_risk.exceptions import ValidationError
 
+    check_relations(vars(args), BUSINESS_RELATIONS)
     if args.relative_difference is None and args.closest_match is None:
-        if args.top is not None:
-            raise ValidationError("--top applies to --relative-difference.",
-                                  code="OPTION_CONFLICT")
         return False
     model_options = [flag for flag, v in (
         ("--model", args.model), ("--scenario", args.scenario), ("--column", args.column),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from bayes_risk._constraints import OneOf, Requires, check_relations
 from bayes_risk._specs import parse_records
 from bayes_risk.cli import _common
 from bayes_risk.cli._common import (
@@ -20,17 +21,19 @@ from bayes_risk.disclosure.specs import ExclusionSpec
 __all__ = ["add_parser", "RUN"]
 
 
-def _check(args: argparse.Namespace) -> None:
-    """--keys with --target, or --differencing; --selected with --differencing."""
-    from bayes_risk.exceptions import ValidationError
+#: --keys with --target (synthpop's measures), or --differencing; --selected with
+#: --differencing
+RELATIONS = (
+    Requires("selected", "differencing", why="the differencing check reads it"),
+    OneOf(("keys", "differencing"), required=True, only=False, code="OPTION_REQUIRED"),
+    Requires("keys", "target", code="OPTION_REQUIRED", why="synthpop's measures"),
+    Requires("target", "keys", code="OPTION_REQUIRED", why="synthpop's measures"),
+)
 
-    if (args.keys is None) != (args.target is None) or (args.keys is None
-                                                        and not args.differencing):
-        raise ValidationError("disclosure needs --keys and --target (synthpop's measures), "
-                              "--differencing, or both.", code="OPTION_REQUIRED")
-    if args.selected is not None and not args.differencing:
-        raise ValidationError("--selected is read by --differencing only.",
-                              code="OPTION_CONFLICT")
+
+def _check(args: argparse.Namespace) -> None:
+    """The options against each other (:data:`RELATIONS`)."""
+    check_relations(vars(args), RELATIONS)
 
 
 def _files(res: Any, args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from bayes_risk._constraints import OneOf, Requires, check_relations
 from bayes_risk.cli import _common
 from bayes_risk.cli._common import add_input_arguments, add_run_arguments, add_type_arguments
 from bayes_risk.cli._runner import Run
@@ -21,6 +22,15 @@ __all__ = ["add_parser", "RUN", "IDENTIFICATION_RISK"]
 
 #: the library function declaring the intruder's options (--known-unsynthesized ...)
 IDENTIFICATION_RISK = "bayes_risk.identification.api:identification_risk"
+
+
+#: the options against each other
+RELATIONS = (
+    OneOf(("selection", "known_sweep"), why="the sweep does not condition on the selection: a "
+          "subset of the known columns may not tell the intruder whether a target was selected"),
+    Requires("radius_refine", "radius_search", code="OPTION_REQUIRED",
+             why="it refines that search"),
+)
 
 
 def _check(args: argparse.Namespace) -> None:
@@ -48,18 +58,11 @@ def _check(args: argparse.Namespace) -> None:
                      "--known-unsynthesized + --known-synthesized",
                      hint="Give each known column once, in the option of its role.",
                      code="BAD_OPTION_VALUE")
-    if args.selection is not None and args.known_sweep is not None:
-        raise ValidationError(
-            "--known-sweep does not condition on --selection: a subset of the known columns "
-            "may not tell the intruder whether a target was selected. Run the sweep without "
-            "--selection.", code="OPTION_CONFLICT")
+    check_relations(vars(args), RELATIONS)
     if args.records_output == "per-dataset" and not _per_dataset(args):
         raise ValidationError("--records-output per-dataset needs --aggregation per-dataset (or "
                               "--compat): pooled probabilities give one row per target.",
                               code="OPTION_CONFLICT")
-    if args.radius_refine is not None and args.radius_search is None:
-        raise ValidationError("--radius-refine needs --radius-search (it refines that search).",
-                              code="OPTION_REQUIRED")
     _common.check_max_size(args)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from bayes_risk._constraints import Requires, check_relations
 from bayes_risk.cli._common import add_input_arguments, add_run_arguments, add_type_arguments
 from bayes_risk.cli._runner import Run
 from bayes_risk.cli.parsers import add_argument_options, add_spec_options
@@ -16,13 +17,14 @@ from bayes_risk.identification.specs import MatchSpec, PopulationSpec
 __all__ = ["add_parser", "RUN"]
 
 
-def _check(args: argparse.Namespace) -> None:
-    """--membership unknown with its sampling fraction."""
-    if args.membership == "unknown" and args.sampling_fraction is None:
-        from bayes_risk.exceptions import ValidationError
+#: --membership unknown with its sampling fraction
+RELATIONS = (Requires("membership", "sampling_fraction", when=("unknown",),
+                      code="OPTION_REQUIRED"),)
 
-        raise ValidationError("--membership unknown needs --sampling-fraction A.",
-                              code="OPTION_REQUIRED")
+
+def _check(args: argparse.Namespace) -> None:
+    """The options against each other (:data:`RELATIONS`)."""
+    check_relations(vars(args), RELATIONS)
 
 
 def _synthesizer(args: argparse.Namespace, read: dict[str, Any]) -> Any:
