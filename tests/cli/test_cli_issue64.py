@@ -87,7 +87,7 @@ CE_ATTR = ["attribute", "ce.csv", "rel", "--model", "cart", "--records", "0-3"]
      "the original has 1 record; the utility measures need at least 2", "u[0]"),
     # 6. the targets file is --targets
     (["identification", "ce.csv", "rel", "--known-unsynthesized", "Age", "--target-id", "x"],
-     "BAD_OPTION_VALUE", "give --targets FILE too", None),
+     "BAD_OPTION_VALUE", "--target-id needs --targets", None),
     # 7. no grouping is 0 on the command line
     (["disclosure", "ce.csv", "rel", "--keys", "Age", "--target", "Tenure",
       "--ngroups-target", "-1"], "BAD_OPTION_VALUE", "an integer >= 2 or 0. Got -1", "None"),
