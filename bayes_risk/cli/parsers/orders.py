@@ -96,7 +96,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     # synthesized ones)
     add_argument_options(p, RUN.function, fields=("synthesizer", "orders"))
     add_argument_options(p, IDENTIFICATION_RISK, fields=("known", "synthesized"))
-    add_spec_options(p, MatchSpec, fields=("radius", "radius_type"))
+    add_spec_options(p, MatchSpec, fields=("radius", "radius_type", "quantile_groups"))
     add_spec_options(p, PopulationSpec, fields=("membership", "sampling_fraction"))
     add_type_arguments(p, fits=True)
     add_argument_options(p, RUN.function, fields=("m",))
