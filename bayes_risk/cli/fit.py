@@ -24,13 +24,7 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk._memory import check_forest_memory, check_posterior_memory
     from bayes_risk._sampling_spec import Sampling
     from bayes_risk._specs import spec_values
-    from bayes_risk.cli._common import (
-        missing_labels,
-        numeric_columns,
-        read_records_table,
-        schema_from_args,
-        write_run,
-    )
+    from bayes_risk.cli._common import read_records_table, schema_from_args, write_run
     from bayes_risk.contract import capabilities
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.models import get_synthesizer, list_synthesizers
@@ -54,8 +48,7 @@ def run(args: argparse.Namespace) -> int:
     # what the model cannot default (ModelInfo.required), refused before the data are read
     check_required(cls, args.method, synthesized=args.synthesize, settings=settings,
                    options=options)
-    df = read_records_table(args.original, "ORIGINAL", missing_labels(args),
-                            numeric_columns(args))
+    df = read_records_table(args)
     if args.columns:
         from bayes_risk.data.schema import did_you_mean
 

@@ -43,7 +43,9 @@ def test_cart_end_to_end(ce_csv, tmp_path, capsys):
             "--random-seed", "1", "--min-leaf", "5", "--csv", "--out", str(out)]
     assert cli.main(argv) == 0
     printed = capsys.readouterr().out
-    assert printed.startswith("synthesized 3 dataset(s) (cart) of 400 records from ")
+    # the release's own description (its repr)
+    assert printed.startswith("SyntheticData: m = 3 dataset(s) of 400 rows x 7 columns, method "
+                              "'cart'")
     assert f"wrote {out}: manifest.json, summary.json, syn_001.csv, ..." in printed
     z = SyntheticData.load(out)
     assert z.m == 3 and z.method == "cart" and z.random_seed == 1
