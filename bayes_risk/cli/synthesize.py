@@ -13,12 +13,11 @@ _DEFAULT_M_SAVED = 5
 
 def _synthesizer_class(args: argparse.Namespace) -> tuple[type, dict[str, Any]]:
     """``--method``'s registered class and its settings, checked before any data is read."""
-    from bayes_risk.cli.fit import model_settings
     from bayes_risk.contract import capabilities
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.fit_options.trees import tree_options
     from bayes_risk.models import get_synthesizer
-    from bayes_risk.registry import check_required
+    from bayes_risk.registry import check_required, model_settings
 
     cls = get_synthesizer(args.method)
     info = capabilities(cls)
@@ -29,7 +28,8 @@ def _synthesizer_class(args: argparse.Namespace) -> tuple[type, dict[str, Any]]:
                               "then synthesize with 'bayes-risk synthesize --model MODEL_DIR'.",
                               code="OPTION_CONFLICT")
     options = tree_options()
-    settings = model_settings(args, cls, options, run={"progressbar": not args.quiet})
+    settings = model_settings(cls, args.method, options, vars(args),
+                              run={"progressbar": not args.quiet})
     check_required(cls, args.method, synthesized=args.synthesize, settings=settings,
                    options=options)
     return cls, settings
