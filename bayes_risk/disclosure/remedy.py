@@ -49,7 +49,8 @@ class RemedyRun:
         """The datasets post-processed and the release they were read from, then :meth:`lines`
         (``bayes-risk remedy`` prints them)."""
         source = (self.steps[0].get("source") if self.steps else None) or {}
-        where = source.get("folder") or ", ".join(source.get("files") or ["memory"])
+        files = source.get("files") or ["a release in memory"]
+        where = source.get("folder") or files[0] + (" ..." if len(files) > 1 else "")
         return [f"post-processed {self.release.m} dataset(s) of {where}", *self.lines()]
 
 
