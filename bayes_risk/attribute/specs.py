@@ -55,7 +55,7 @@ REFIT_COST_HELP = (
     "sweep the fit measured once its chains ran (one-off costs such as compiling left out) "
     "scaled by the refits' records and sweeps, up to the fit's own set-up per refit, is "
     "printed before the refits start, and the first refit's measured time after it (docs: "
-    "user guide, Attribute risk, Cost of the refits); --estimator is (importance sampling) "
+    "user guide, Attribute risk, Cost of the refits); the importance-sampling estimator (is) "
     "makes no refit"
 )
 #: --plugin-replicates as the command line's help states it (attribute and audit)

@@ -177,14 +177,15 @@ def numeric_columns(args: argparse.Namespace) -> list[str]:
     return [*(getattr(args, "count", None) or ()), *(getattr(args, "continuous", None) or ())]
 
 
-def read_records_table(path: str, argument: str,
-                       labels: dict[str, list[str]] | None = None,
-                       numeric: list[str] | None = None) -> pd.DataFrame:
-    """Read an input table that must hold at least one record (``labels``: missing texts;
-    ``numeric``: :func:`numeric_columns`)."""
+def read_records_table(args: argparse.Namespace, name: str = "original",
+                       argument: str = "ORIGINAL") -> pd.DataFrame:
+    """Read the input table of ``args.<name>`` (named ``argument`` by its messages), which must
+    hold at least one record, with the ``--missing-code`` labels (:func:`missing_labels`) and
+    the :func:`numeric_columns` of the run."""
     from bayes_risk.data.io import read_table
 
-    df = read_table(path, missing_labels=labels, numeric=numeric or ())
+    path = getattr(args, name)
+    df = read_table(path, missing_labels=missing_labels(args), numeric=numeric_columns(args))
     if len(df.columns) == 0:
         raise ValidationError(f"{argument} {str(path)!r} has no columns.", code="EMPTY_TABLE")
     if len(df) == 0:
@@ -216,9 +217,8 @@ def read_inputs(args: argparse.Namespace, *, row_order: bool = True) -> tuple[pd
                               "as --model DIR; give --model DIR, or leave --model-function out.",
                               code="OPTION_REQUIRED")
     # the options first, then the two reads: the original, then the release in one pass
-    numeric, labels = numeric_columns(args), missing_labels(args)
-    original = read_records_table(args.original, "ORIGINAL", labels, numeric)
-    release = read_synthetic(args.synthetic, like=original, missing_labels=labels,
+    original = read_records_table(args)
+    release = read_synthetic(args.synthetic, like=original, missing_labels=missing_labels(args),
                              allow_different_original=args.allow_different_original,
                              recoded=getattr(args, "recoded", None))
     with warnings.catch_warnings():
@@ -354,5 +354,4 @@ def read_holdout(args: argparse.Namespace) -> pd.DataFrame | None:
     """The ``--holdout`` table (``None`` when not given)."""
     if args.holdout is None:
         return None
-    return read_records_table(args.holdout, "--holdout", missing_labels(args),
-                              numeric_columns(args))
+    return read_records_table(args, "holdout", "--holdout")

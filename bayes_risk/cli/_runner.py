@@ -152,9 +152,7 @@ class Run:
         if "synthetic" in self.inputs:
             kw["original"], kw["synthetic"] = _common.read_inputs(args, row_order=self.row_order)
         else:
-            kw["original"] = _common.read_records_table(
-                args.original, "ORIGINAL", _common.missing_labels(args),
-                _common.numeric_columns(args))
+            kw["original"] = _common.read_records_table(args)
         for read in self.reads:
             keyword, reader = _READS[read] if isinstance(read, str) else read
             kw[keyword] = reader(args, kw)

@@ -24,18 +24,17 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk._memory import check_forest_memory, check_posterior_memory
     from bayes_risk._sampling_spec import Sampling
     from bayes_risk._specs import spec_values
-    from bayes_risk.cli._common import (
-        missing_labels,
-        numeric_columns,
-        read_records_table,
-        schema_from_args,
-        write_run,
-    )
+    from bayes_risk.cli._common import read_records_table, schema_from_args, write_run
     from bayes_risk.contract import capabilities
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.models import get_synthesizer, list_synthesizers
     from bayes_risk.models.persistence import warm_up_writer
-    from bayes_risk.registry import check_option_columns, check_required, fit_options
+    from bayes_risk.registry import (
+        check_option_columns,
+        check_required,
+        fit_options,
+        model_settings,
+    )
 
     if args.method is None:
         raise ValidationError("--method is required: the synthesis model, one of "
@@ -49,13 +48,13 @@ def run(args: argparse.Namespace) -> int:
     options = fit_options()
     # the MCMC options given, the model-specific ones, the seed and the progress bar: each
     # only if the model takes it
-    settings = model_settings(args, cls, options, sampling=spec_values(Sampling, vars(args)),
+    settings = model_settings(cls, args.method, options, vars(args),
+                              sampling=spec_values(Sampling, vars(args)),
                               run={"random_seed": args.random_seed, "progressbar": not args.quiet})
     # what the model cannot default (ModelInfo.required), refused before the data are read
     check_required(cls, args.method, synthesized=args.synthesize, settings=settings,
                    options=options)
-    df = read_records_table(args.original, "ORIGINAL", missing_labels(args),
-                            numeric_columns(args))
+    df = read_records_table(args)
     if args.columns:
         from bayes_risk.data.schema import did_you_mean
 
@@ -109,11 +108,3 @@ def _summary(args: argparse.Namespace, model: Any) -> dict[str, Any]:
         "regimes": conv.get("regimes"),
     }
 
-
-def model_settings(args: argparse.Namespace, cls: type, options: Any, **kw: Any
-                   ) -> dict[str, Any]:
-    """The model-specific ``options`` given on the command line as settings of ``--method``'s
-    model ``cls`` (:func:`bayes_risk.registry.model_settings`, with ``kw``)."""
-    from bayes_risk import registry
-
-    return registry.model_settings(cls, args.method, options, vars(args), **kw)

@@ -15,12 +15,11 @@ _DEFAULT_M_SAVED = 5
 
 def _synthesizer_class(args: argparse.Namespace) -> tuple[type, dict[str, Any]]:
     """``--method``'s registered class and its settings, checked before any data is read."""
-    from bayes_risk.cli.fit import model_settings
     from bayes_risk.contract import capabilities
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.fit_options.trees import tree_options
     from bayes_risk.models import get_synthesizer
-    from bayes_risk.registry import check_required
+    from bayes_risk.registry import check_required, model_settings
 
     cls = get_synthesizer(args.method)
     info = capabilities(cls)
@@ -31,7 +30,8 @@ def _synthesizer_class(args: argparse.Namespace) -> tuple[type, dict[str, Any]]:
                               "then synthesize with 'bayes-risk synthesize --model MODEL_DIR'.",
                               code="OPTION_CONFLICT")
     options = tree_options()
-    settings = model_settings(args, cls, options, run={"progressbar": not args.quiet})
+    settings = model_settings(cls, args.method, options, vars(args),
+                              run={"progressbar": not args.quiet})
     check_required(cls, args.method, synthesized=args.synthesize, settings=settings,
                    options=options)
     return cls, settings
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         load_what_the_run_loads,
     )
     from bayes_risk._rng import given_or_fresh
-    from bayes_risk.cli._common import write_run
+    from bayes_risk.cli._common import read_records_table, write_run
     from bayes_risk.data import SyntheticData, check_m
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.fit_options.trees import tree_options
@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
 
         # with --populations, ORIGINAL is the census the model was fitted to, sampled from
         m = None if sampled else check_m(args.m if args.m is not None else _DEFAULT_M_SAVED, "-m")
-        df = _read_original(args) if sampled else None
+        df = read_records_table(args) if sampled else None
         model = load_model(args.model, original=df, model_function=args.model_function)
         labels = _model_labels(args.model)
         if not sampled:
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
         from bayes_risk.data.statfiles import file_labels
         from bayes_risk.registry import check_option_columns
 
-        df = _read_original(args)
+        df = read_records_table(args)
         labels = file_labels(df)
         schema = schema_from_args(df, args, categorical_only=capabilities(cls).categorical_only)
         check_option_columns(settings, tree_options(), schema)
@@ -114,11 +114,12 @@ def run(args: argparse.Namespace) -> int:
     if args.model is not None and not isinstance(syn, SyntheticData):
         raise ValidationError(f"the model in {args.model!r} returned {type(syn).__name__}, "
                               "not SyntheticData.", code="MODEL_UNSUITED")
-    write_run(args, _summary_lines(args, syn), extra=lambda tmp: syn.save(
+    write_run(args, [ln.strip() for ln in repr(syn).splitlines()], extra=lambda tmp: syn.save(
         tmp, csv=args.csv, file_format=args.file_format, labels=labels))
     return 0
 
 
+<<<<<<< HEAD
 def _read_original(args: argparse.Namespace) -> Any:
     """ORIGINAL (``--missing-code`` labels applied; ``--count``/``--continuous`` as codes)."""
     from bayes_risk.cli._common import missing_labels, numeric_columns, read_records_table
@@ -139,6 +140,11 @@ RELATIONS = (
     Requires("populations", "original", code="OPTION_REQUIRED", why="the census the samples "
              "are drawn from; with --model, the census the model was fitted to"),
 )
+=======
+def _sampling(args: argparse.Namespace) -> bool:
+    """Whether the run is sampling with synthesis; its options checked together."""
+    from bayes_risk.exceptions import ValidationError
+>>>>>>> h1-task10
 
 
 def _sampling(args: argparse.Namespace) -> bool:
@@ -173,10 +179,3 @@ def _model_labels(folder: str) -> Any:
     if not f.is_file():
         return None
     return FileLabels.from_dict(read_json(f, f"{f} cannot be read.", code="MODEL_DAMAGED"))
-
-
-def _summary_lines(args: argparse.Namespace, syn) -> list[str]:
-    """The release's description (its ``repr``) under a headline naming what it came from."""
-    source = f"model {args.model}" if args.model is not None else str(args.original)
-    return [f"synthesized {syn.m} dataset(s) ({syn.method_description}) of {len(syn[0])} "
-            f"records from {source}", *(ln.strip() for ln in repr(syn).splitlines()[1:])]

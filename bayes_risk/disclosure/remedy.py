@@ -45,6 +45,14 @@ class RemedyRun:
         """What each step did, one line per column or operation."""
         return [line for step in self.steps for line in _step_lines(step)]
 
+    def text_lines(self) -> list[str]:
+        """The datasets post-processed and the release they were read from, then :meth:`lines`
+        (``bayes-risk remedy`` prints them)."""
+        source = (self.steps[0].get("source") if self.steps else None) or {}
+        files = source.get("files") or ["a release in memory"]
+        where = source.get("folder") or files[0] + (" ..." if len(files) > 1 else "")
+        return [f"post-processed {self.release.m} dataset(s) of {where}", *self.lines()]
+
 
 def remedy_run(original: Any, synthetic: Any, *, synthpop: Mapping[str, Any] | None = None,
                sdcmicro_options: Mapping[str, Any] | None = None,

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from bayes_risk.exceptions import ValidationError, arg_name, on_command_line
+from bayes_risk.exceptions import ValidationError, arg_name, has_option, on_command_line
 
 __all__ = [
     "MatchRule",
@@ -305,7 +305,8 @@ def parse_radius(
                    "matching), or search every radius with radius_search()." if not
                    on_command_line() else
                    f"{arg_name('radius', cli=f'{cont_syn[0]}=R')} (repeat per column; 0 for "
-                   "exact matching), or --radius-search for the worst case over the radii."),
+                   "exact matching)" + (", or --radius-search for the worst case over the radii"
+                                        if has_option("radius_search") else "") + "."),
                 code="INVALID_ARGUMENT",
             )
         if compat and numeric_known:

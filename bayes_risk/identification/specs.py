@@ -185,8 +185,8 @@ class MatchSpec:
     radius: float | Mapping[str, float] | Sequence[float] | None = field(
         default=None, metadata=cli_option(
             "--radius", "radius of a numeric column (repeat per column); a bare number applies "
-            "to every continuous known column (with --compat: a vector in data-frame column "
-            "order, as the R package)", metavar="COL=R", action="append", group=MATCHING,
+            "to every continuous known column (in the R package's compatibility mode: a vector in "
+            "data-frame column order)", metavar="COL=R", action="append", group=MATCHING,
             parse=parse_radius))
     radius_type: Literal["percentage", "absolute", "quantile_sd"] = field(
         default="percentage", metadata=cli_option(
@@ -324,8 +324,8 @@ class PopulationSpec:
             choices=POPULATION_ESTIMATES, group=INTRUDER)
         | checked(Options(POPULATION_ESTIMATES)))
     sampling_fraction: float | None = field(default=None, metadata=cli_option(
-        "--sampling-fraction", "sampling fraction a = n / --n-pop (log-linear counts)",
-        metavar="A", type=float, group=INTRUDER)
+        "--sampling-fraction", "sampling fraction a = n / N, N the population size "
+        "(log-linear counts)", metavar="A", type=float, group=INTRUDER)
         | checked([Interval(float, 0, 1, closed="right"), None]))
     population_size: int | None = field(default=None, metadata=cli_option(
         "--n-pop", "population size (alternative to --sampling-fraction)", metavar="N",

@@ -17,6 +17,7 @@ import dataclasses
 import gc
 import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -83,6 +84,30 @@ def test_every_option_of_every_sub_command_is_named():
     assert syn["synthesized"] == "--synthesize" and syn["missing_labels"] == "--missing-code"
     assert option_names(subs["audit"])["targets"] == "--target"
     assert option_names(subs["identification"])["candidates"] == "--known-sweep"
+
+
+#: an option named in a text (``--radius``, ``-m``), not a part of a word (``quantile-sd``)
+_FLAG = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*")
+#: another command's invocation in a text (``'bayes-risk attribute --estimator'``, an epilog's
+#: example): it runs to the end of its line (a ``\`` goes on to the next), a quote or ``)``
+_COMMAND = re.compile(r"bayes-risk ([a-z][a-z-]*)((?:\\\n|[^\n'\")])*)")
+
+
+def test_every_option_a_help_text_names_is_the_commands_own():
+    # orders' --radius named --compat, its --sampling-fraction --n-pop, audit's --refit-draws
+    # --estimator: options those commands do not have
+    for name, p in _subparsers().items():
+        own = {o for a in p._actions for o in a.option_strings}
+        texts = [(a.dest, a.help) for a in p._actions
+                 if a.help and a.help is not argparse.SUPPRESS]
+        texts += [("description", p.description or ""), ("epilog", p.epilog or "")]
+        for where, text in texts:
+            named = set(_FLAG.findall(text))
+            for m in _COMMAND.finditer(text):
+                if m.group(1) != name:  # another command's options, named as its own
+                    named -= set(_FLAG.findall(m.group(2))) - set(_FLAG.findall(
+                        _COMMAND.sub("", text)))
+            assert named <= own, (name, where, sorted(named - own))
 
 
 def test_arg_name_in_python_and_on_the_command_line():

@@ -45,6 +45,8 @@ def test_remedy_then_audit(work, tmp_path, monkeypatch, capsys):
                  "--smooth", "Expenditure", "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert "top-coded" in text and "smoothed: Expenditure" in text
+    # the result's own first line: the release read, by the folder the run recorded
+    assert text.splitlines()[0].endswith(f"dataset(s) of {work / 'rel'}"), text
     before, after = SyntheticData.load("rel"), SyntheticData.load(out)
     for z0, z1 in zip(before, after, strict=True):
         assert (z1["Income"] <= top).all()

@@ -33,7 +33,7 @@ SPECS_OF = {"identification": (MatchSpec, PopulationSpec), "membership": (Attack
             "design": (DesignSpace, SearchSpec)}
 #: the fields of another spec a command declares alone (add_spec_options(fields=...))
 FIELDS_OF = {"design": ((EstimatorSpec, ("plugin_replicates",)),),
-             "orders": ((MatchSpec, ("radius", "radius_type")),
+             "orders": ((MatchSpec, ("radius", "radius_type", "quantile_groups")),
                         (PopulationSpec, ("membership", "sampling_fraction")))}
 
 

@@ -43,7 +43,9 @@ def test_cart_end_to_end(ce_csv, tmp_path, capsys):
             "--random-seed", "1", "--min-leaf", "5", "--csv", "--out", str(out)]
     assert cli.main(argv) == 0
     printed = capsys.readouterr().out
-    assert printed.startswith("synthesized 3 dataset(s) (cart) of 400 records from ")
+    # the release's own description (its repr)
+    assert printed.startswith("SyntheticData: m = 3 dataset(s) of 400 rows x 7 columns, method "
+                              "'cart'")
     assert f"wrote {out}: manifest.json, summary.json, syn_001.csv, ..." in printed
     z = SyntheticData.load(out)
     assert z.m == 3 and z.method == "cart" and z.random_seed == 1
@@ -329,3 +331,34 @@ def test_orders_takes_any_registered_sequential_synthesizer(tmp_path, capsys, mo
     assert cli.main([*base, "--method", "nope", "--out", "e"]) == 2
     assert "[UNKNOWN_SYNTHESIZER]" in capsys.readouterr().err
     assert not any((tmp_path / d).exists() for d in "cde")
+
+
+def test_orders_matches_by_a_bare_radius_and_by_quantile_groups(tmp_path, capsys, monkeypatch):
+    """orders' --radius R applies to every continuous known column (Income here, Age being a
+    count), as --radius Income=R; --radius-type quantile-sd and --quantile-groups reach the
+    identification risk of each order (other counts than the percentage radius) and its
+    settings."""
+    monkeypatch.chdir(tmp_path)
+    make_ce_like(150, random_seed=5).to_csv("ce.csv", index=False)
+    base = ["orders", "ce.csv", "--method", "cart", "--order", "Tenure,Income", "--order",
+            "Income,Tenure", "--known-unsynthesized", "Age", "Urban", "--categorical", "Urban",
+            "Marital", "Tenure", "Educ", "-m", "2", "--random-seed", "1", "--quiet"]
+    runs = {"bare": ["--radius", "0.1"], "named": ["--radius", "Income=0.1"],
+            "sd": ["--radius", "0.5", "--radius-type", "quantile-sd"],
+            "sd5": ["--radius", "0.5", "--radius-type", "quantile-sd", "--quantile-groups", "5"]}
+    for out, options in runs.items():
+        assert cli.main([*base, *options, "--out", out]) == 0, capsys.readouterr().err
+    table = {out: pd.read_csv(tmp_path / out / "orders.csv") for out in runs}
+    pd.testing.assert_frame_equal(table["bare"], table["named"])
+    counts = ["expected_match_risk", "true_match_risk", "n_unique"]
+    assert not table["sd"][counts].equals(table["bare"][counts])
+    assert not table["sd5"][counts].equals(table["sd"][counts])
+    match = [json.loads((tmp_path / out / "summary.json").read_text())["settings"]
+             ["identification"]["match"] for out in runs]
+    assert [(m["radius"], m["radius_type"], m["quantile_groups"]) for m in match] == [
+        (0.1, "percentage", 20), ({"Income": 0.1}, "percentage", 20),
+        (0.5, "quantile_sd", 20), (0.5, "quantile_sd", 5)]
+    # no radius for the continuous synthesized Income: the error names orders' options only
+    assert cli.main([*base, "--out", "none"]) == 2
+    err = capsys.readouterr().err
+    assert "--radius Income=R" in err and "--radius-search" not in err

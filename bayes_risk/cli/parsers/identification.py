@@ -95,9 +95,7 @@ def _population(args: argparse.Namespace, read: dict[str, Any]) -> Any:
     if isinstance(counts, str) and counts.startswith("true:"):
         values["counts"] = read_table(counts.split(":", 1)[1])
     if args.targets:
-        values["targets"] = _common.read_records_table(
-            args.targets, "--targets", _common.missing_labels(args),
-            _common.numeric_columns(args))
+        values["targets"] = _common.read_records_table(args, "targets", "--targets")
     if not values:
         return None
     spec = PopulationSpec(**values)  # checked as given

@@ -30,10 +30,10 @@ def _check(args: argparse.Namespace) -> None:
 def _synthesizer(args: argparse.Namespace, read: dict[str, Any]) -> Any:
     """``--method``'s registered synthesizer with the settings given, checked by what the class
     declares (``ModelInfo.visit_order``) and takes, never by its name."""
-    from bayes_risk.cli.fit import model_settings
     from bayes_risk.contract import capabilities
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.models import get_synthesizer
+    from bayes_risk.registry import model_settings
 
     cls = get_synthesizer(args.method)
     if not capabilities(cls).visit_order:
@@ -41,7 +41,7 @@ def _synthesizer(args: argparse.Namespace, read: dict[str, Any]) -> Any:
                               "columns in a visit order (its ModelInfo does not declare "
                               "visit_order), so there are no orders to compare; use a sequential "
                               "synthesizer such as cart or rf.", code="OPTION_CONFLICT")
-    return cls(**model_settings(args, cls, tree_options(orders=True)))
+    return cls(**model_settings(cls, args.method, tree_options(orders=True), vars(args)))
 
 
 def _identification(args: argparse.Namespace, read: dict[str, Any]) -> dict[str, Any]:
@@ -98,7 +98,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     # synthesized ones)
     add_argument_options(p, RUN.function, fields=("synthesizer", "orders"))
     add_argument_options(p, IDENTIFICATION_RISK, fields=("known", "synthesized"))
-    add_spec_options(p, MatchSpec, fields=("radius", "radius_type"))
+    add_spec_options(p, MatchSpec, fields=("radius", "radius_type", "quantile_groups"))
     add_spec_options(p, PopulationSpec, fields=("membership", "sampling_fraction"))
     add_type_arguments(p, fits=True)
     add_argument_options(p, RUN.function, fields=("m",))

@@ -32,18 +32,12 @@ def _check(args: argparse.Namespace) -> None:
                               code="OPTION_REQUIRED")
 
 
-def _text(res: Any, args: argparse.Namespace) -> str:
-    """The datasets post-processed, then what each step did."""
-    return "\n".join([f"post-processed {res.release.m} dataset(s) of {str(args.synthetic[0])!r}"
-                      + (" ..." if len(args.synthetic) > 1 else ""), *res.lines()])
-
-
 #: remedy_run of ORIGINAL and SYN, the release saved in --format (ORIGINAL in another row order
 #: is the release's: no remedy pairs a record with a row)
 RUN = Run("bayes_risk.disclosure.remedy:remedy_run", check=_check,
           specs={"sdcmicro_settings": SdcMicroSpec},
           argument_groups={"synthpop": SDC, "sdcmicro_options": SDCMICRO},
-          reads=("random_seed",), text=_text,
+          reads=("random_seed",),
           save=lambda res, args, folder: res.save(folder, file_format=args.file_format),
           row_order=False)
 
