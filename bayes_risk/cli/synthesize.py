@@ -119,15 +119,6 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-<<<<<<< HEAD
-def _read_original(args: argparse.Namespace) -> Any:
-    """ORIGINAL (``--missing-code`` labels applied; ``--count``/``--continuous`` as codes)."""
-    from bayes_risk.cli._common import missing_labels, numeric_columns, read_records_table
-
-    return read_records_table(args.original, "ORIGINAL", missing_labels(args),
-                              numeric_columns(args))
-
-
 _SAMPLING = ("sampling with synthesis: the number of synthetic populations and the share of "
              "the census released from each")
 #: the options against each other
@@ -140,11 +131,6 @@ RELATIONS = (
     Requires("populations", "original", code="OPTION_REQUIRED", why="the census the samples "
              "are drawn from; with --model, the census the model was fitted to"),
 )
-=======
-def _sampling(args: argparse.Namespace) -> bool:
-    """Whether the run is sampling with synthesis; its options checked together."""
-    from bayes_risk.exceptions import ValidationError
->>>>>>> h1-task10
 
 
 def _sampling(args: argparse.Namespace) -> bool:
