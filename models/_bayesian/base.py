@@ -5,7 +5,6 @@ Draws are flattened chain-major, ``h = c * draws + d``, in every ``[H, ...]`` ar
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from abc import ABCMeta, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
@@ -19,7 +18,6 @@ import pandas as pd
 from bayes_risk._constraints import Flag, Interval, check_value
 from bayes_risk._io import to_jsonable
 from bayes_risk._rng import RandomSeed, seed_to_json, spawn
-from bayes_risk._specs import is_default
 from bayes_risk.data.fingerprint import fingerprint_problem, fingerprint_record
 from bayes_risk.data.levels import drop_unused_levels
 from bayes_risk.data.normalise import check_not_empty
@@ -44,19 +42,11 @@ from bayes_risk.models._bayesian.records import (
     stacked_values,
     synthesized_part,
 )
-from bayes_risk.models._bayesian.sampling import (
-    Sampling,
-    fold_sampling,
-    moved_keywords,
-    resolve_sampling,
-)
+from bayes_risk.models._bayesian.sampling import Sampling, moved_keywords
 from bayes_risk.models._bayesian.timing import fit_clock, record_fit_time
-from bayes_risk.models.base import (
-    BaseSynthesizer,
-    check_is_fitted,
-    synthesized_columns,
-)
+from bayes_risk.models.base import check_is_fitted, synthesized_columns
 from bayes_risk.models.persistence import StateField, load_bayesian, save_bayesian
+from bayes_risk.models.settings_group import SAMPLING, GroupedSettingsSynthesizer
 from bayes_risk.models.trees.missing import refusal_hint
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -65,7 +55,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["BayesianSynthesizer"]
 
 
-class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
+class BayesianSynthesizer(GroupedSettingsSynthesizer, metaclass=ABCMeta):
     """Abstract base class of the PyMC-based synthesizers (not instantiated directly).
 
     Parameters
@@ -105,6 +95,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
     #: Hu 2019 §3.2.5 form of the importance ratios.
     ratio_form: Literal["joint", "conditional"] = "joint"
 
+    settings_group = SAMPLING
     #: the sampler settings (:class:`~bayes_risk.models.Sampling` fields) the model takes, with
     #: its defaults; a field left at ``None`` in ``sampling`` takes these
     sampling_defaults: ClassVar[Mapping[str, Any]] = MappingProxyType(
@@ -147,63 +138,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
             ``sampling`` is not a :class:`~bayes_risk.models.Sampling`, or sets a field this
             model's sampler does not take (``OPTION_CONFLICT``).
         """
-        return resolve_sampling(self.sampling, self.sampling_defaults, type(self).__name__)
-
-    @classmethod
-    def from_settings(cls, settings: Mapping[str, Any]) -> BayesianSynthesizer:
-        """A new model from flat settings, the sampler settings among them (a saved model's
-        ``model.json``, a release's manifest, the command line's options).
-
-        Parameters
-        ----------
-        settings : mapping
-            ``__init__`` arguments, with the sampler settings (``draws=...``) given flat or as
-            ``sampling``.
-
-        Returns
-        -------
-        BayesianSynthesizer
-        """
-        defaults = cls.sampling_defaults
-        # a saved model holds every sampler setting, the defaults too: those are left to the
-        # defaults again, so that the model read back has the settings as given
-        given = {k: v for k, v in settings.items()
-                 if not (k in defaults and is_default(v, defaults[k]))}
-        return super().from_settings(fold_sampling(given, tuple(defaults)))
-
-    def release_settings(self) -> dict[str, Any]:
-        # flat, as saved models and releases have always held them (their identity hashes them)
-        params = super().release_settings()
-        params.pop("sampling", None)
-        params.update(dataclasses.asdict(self.resolved_sampling))
-        return {k: params[k] for k in self.setting_names()}
-
-    def set_params(self, **params: Any) -> BayesianSynthesizer:
-        """``BaseSynthesizer.set_params``; ``sampling__<field>=...`` (scikit-learn's nested
-        names) also when ``sampling`` is ``None``.
-
-        Returns
-        -------
-        self
-        """
-        if self.sampling is None and "sampling" not in params and any(
-                k.startswith("sampling__") for k in params):
-            self.sampling = Sampling()
-        super().set_params(**params)
-        return self
-
-    @classmethod
-    def setting_names(cls) -> list[str]:
-        """The names of the settings :meth:`from_settings` takes and a saved model holds:
-        ``__init__``'s, the sampler's (``sampling_defaults``) in place of ``sampling``.
-
-        Returns
-        -------
-        list of str
-        """
-        names = cls._param_names()
-        at = names.index("sampling")
-        return names[:at] + list(cls.sampling_defaults) + names[at + 1:]
+        return self._resolved_group()
 
     def check_mcmc_settings(self) -> None:
         """Check the sampler settings before a run (``sampling.run_pymc``, ``run_gibbs``).
