@@ -1,10 +1,6 @@
-"""Settings a synthesizer takes grouped in one spec argument: the Bayesian models' sampler
-(``sampling=Sampling(...)``) and the tree synthesizers' tree options (``trees=TreeOptions(...)``).
-
-The group is held as given (``None`` or fields left at ``None``: the model's defaults, a class
-mapping); saved folders, releases and the command line hold its fields flat, each under its
-own name, in place of the group's argument.
-"""
+"""Settings grouped in one spec argument (the Bayesian models' ``sampling=Sampling(...)``, the
+tree synthesizers' ``trees=TreeOptions(...)``), held flat by saved folders, releases and the
+command line."""
 
 from __future__ import annotations
 
@@ -49,10 +45,8 @@ _SETTINGS = {g.name: [InstanceOf(g.spec, f"a bayes_risk.models.{g.spec.__name__}
 
 
 class GroupedSettingsSynthesizer(BaseSynthesizer):
-    """A synthesizer with some settings grouped in one spec argument (``settings_group``);
-    :meth:`from_settings`, :meth:`set_params`, :meth:`setting_names` and
-    :meth:`release_settings` read and write them flat. A subclass without the argument in its
-    ``__init__`` has plain settings."""
+    """A synthesizer with settings grouped in one spec argument (``settings_group``), read and
+    written flat; a subclass without the argument in its ``__init__`` has plain settings."""
 
     settings_group: ClassVar[SettingsGroup]
     #: the flat settings in the order saved folders and releases hold them (default:

@@ -24,7 +24,13 @@ from bayes_risk.data.normalise import check_not_empty
 from bayes_risk.data.provenance import model_id
 from bayes_risk.data.schema import SCHEMA, Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
-from bayes_risk.data.validate import check_m, require_categorical, require_frame, validate_table
+from bayes_risk.data.validate import (
+    check_m,
+    require_categorical,
+    require_columns,
+    require_frame,
+    validate_table,
+)
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models._bayesian import convergence_report
 from bayes_risk.models._bayesian.design import record_dtypes
@@ -364,11 +370,53 @@ class BayesianSynthesizer(GroupedSettingsSynthesizer, metaclass=ABCMeta):
     ) -> np.ndarray:
         """``[H, m]`` array of ``log p(Z_(l) | Θ_h)`` under the model's synthesis mode."""
 
-    @abstractmethod
     def fit_augmented(
         self, data: pd.DataFrame, synthetic: pd.DataFrame, *, random_seed: RandomSeed = None
     ) -> BayesianSynthesizer:
-        """A new fitted model whose draws come from ``p(Θ | y, Z_(l))`` (stabilised estimator)."""
+        """A new model, same settings, fitted to the confidential records and the synthesized
+        rows of ``synthetic`` stacked: draws from ``p(Θ | y, Z_(l))`` (:doc:`/methods/attribute`,
+        The stabilised estimator).
+
+        Parameters
+        ----------
+        data : DataFrame
+            The confidential records the model was fitted to.
+        synthetic : DataFrame
+            One released dataset ``Z_(l)``.
+        random_seed : RandomSeed
+            Seed of the refit, as its setting (default: this model's).
+
+        Returns
+        -------
+        BayesianSynthesizer
+            The new model, fitted.
+
+        Raises
+        ------
+        SchemaError
+            If ``data`` or ``synthetic`` lacks a column of the model (``MISSING_COLUMN``).
+        """
+        self._check_fitted("fit_augmented")
+        names = self.schema_.names
+        tables = []
+        for name, df in (("data", data), ("synthetic", self._synthesized_part(synthetic))):
+            require_columns(require_frame(df, name), names, name)
+            tables.append(self._augmentation_part(df[names], name))
+        params = self.get_params(deep=False)
+        if random_seed is not None:  # the refit's own seed, as its setting
+            params["random_seed"] = random_seed
+        return self._refit(type(self)(**params), data, pd.concat(tables, ignore_index=True))
+
+    def _augmentation_part(self, table: pd.DataFrame, name: str) -> pd.DataFrame:
+        """``table`` (``data``, or ``synthetic``'s synthesized rows; the model's columns) as
+        :meth:`fit_augmented` stacks it."""
+        return table
+
+    def _refit(self, new: BayesianSynthesizer, data: pd.DataFrame, both: pd.DataFrame
+               ) -> BayesianSynthesizer:
+        """``new`` (this model's settings) fitted to the stacked table ``both`` (the
+        confidential records ``data`` and the synthesized rows, :meth:`fit_augmented`)."""
+        return new.fit(both, schema=self.schema_.keeping_levels())
 
     @abstractmethod
     def convergence_quantities(self) -> dict[str, np.ndarray]:
