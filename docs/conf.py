@@ -135,7 +135,7 @@ nitpick_ignore = [
     ("py:class", "collections.abc.Mapping"),
     ("py:class", "unittest.case.SkipTest"),  # base of bayes_risk.testing.CheckSkipped
     # base class of the tree plug-ins
-    ("py:class", "bayes_risk.models.trees.plugins.plugin_cart.PluginBase"),
+    ("py:class", "bayes_risk.models.trees.plugins.base.PluginBase"),
     ("py:class", "bayes_risk.models.trees.seqtree.SeqTree"),  # CARTSynthesizer.trees_ items
     # the private base of SinglingOutResult and LinkabilityResult (shown in "Bases:")
     ("py:class", "bayes_risk.results.attacks._AttackResult"),

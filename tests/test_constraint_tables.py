@@ -211,8 +211,6 @@ ENTRIES: dict[str, Callable[..., Any]] = {
     "bayes_risk.utility.pmse._MOMENTS": lambda d, **bad: bayes_risk.utility.pmse_null_moments(
         **{"df": 1, "n_original": 10, "n_synthetic": 10, **bad}),
     # the models' settings tables: each model's settings, checked by its constructor or fit
-    "bayes_risk.models._bayesian.sampling._SETTINGS":
-        lambda d, **bad: _fit("DPMultinomial", d, _CATEGORICAL, alpha=1.0, **bad),
     "bayes_risk.models._replicates._SETTINGS": lambda d, **bad: _replicates(d, **bad),
     "bayes_risk.models.dp_multinomial._SETTINGS":
         lambda d, **bad: _fit("DPMultinomial", d, _CATEGORICAL, **bad),
@@ -221,8 +219,10 @@ ENTRIES: dict[str, Callable[..., Any]] = {
     "bayes_risk.models.poisson.poisson_mixture._SETTINGS":
         lambda d, **bad: _fit("PoissonMixture", d, ["Age", "Educ"], **bad),
     "bayes_risk.models.external._SETTINGS": lambda d, **bad: _array_model(**bad),
-    "bayes_risk.models.trees.base._SETTINGS":
-        lambda d, **bad: _fit("CARTSynthesizer", d, list(d), **bad),
+    # the grouped arguments: a Bayesian model's sampling, a tree synthesizer's trees
+    "bayes_risk.models.settings_group._SETTINGS":
+        lambda d, **bad: (_fit("CARTSynthesizer", d, list(d), **bad) if "trees" in bad
+                          else _fit("DPMultinomial", d, _CATEGORICAL, alpha=1.0, **bad)),
     "bayes_risk.models.trees.cart_fit._SETTINGS":
         lambda d, **bad: _fit("CARTSynthesizer", d, list(d), **bad),
     "bayes_risk.models.trees.random_forest._SETTINGS":

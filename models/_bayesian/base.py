@@ -5,7 +5,6 @@ Draws are flattened chain-major, ``h = c * draws + d``, in every ``[H, ...]`` ar
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from abc import ABCMeta, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
@@ -19,14 +18,19 @@ import pandas as pd
 from bayes_risk._constraints import Flag, Interval, Requires, check_relations, check_value
 from bayes_risk._io import to_jsonable
 from bayes_risk._rng import RandomSeed, seed_to_json, spawn
-from bayes_risk._specs import is_default
 from bayes_risk.data.fingerprint import fingerprint_problem, fingerprint_record
 from bayes_risk.data.levels import drop_unused_levels
 from bayes_risk.data.normalise import check_not_empty
 from bayes_risk.data.provenance import model_id
 from bayes_risk.data.schema import SCHEMA, Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
-from bayes_risk.data.validate import check_m, require_categorical, require_frame, validate_table
+from bayes_risk.data.validate import (
+    check_m,
+    require_categorical,
+    require_columns,
+    require_frame,
+    validate_table,
+)
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models._bayesian import convergence_report
 from bayes_risk.models._bayesian.design import record_dtypes
@@ -44,19 +48,11 @@ from bayes_risk.models._bayesian.records import (
     stacked_values,
     synthesized_part,
 )
-from bayes_risk.models._bayesian.sampling import (
-    Sampling,
-    fold_sampling,
-    moved_keywords,
-    resolve_sampling,
-)
+from bayes_risk.models._bayesian.sampling import Sampling, moved_keywords
 from bayes_risk.models._bayesian.timing import fit_clock, record_fit_time
-from bayes_risk.models.base import (
-    BaseSynthesizer,
-    check_is_fitted,
-    synthesized_columns,
-)
+from bayes_risk.models.base import check_is_fitted, synthesized_columns
 from bayes_risk.models.persistence import StateField, load_bayesian, save_bayesian
+from bayes_risk.models.settings_group import SAMPLING, GroupedSettingsSynthesizer
 from bayes_risk.models.trees.missing import refusal_hint
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -70,7 +66,7 @@ FROM_POSTERIOR_RELATIONS = (Requires("synthesized_records", "data", code="INVALI
                                      "are, from the confidential data"),)
 
 
-class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
+class BayesianSynthesizer(GroupedSettingsSynthesizer, metaclass=ABCMeta):
     """Abstract base class of the PyMC-based synthesizers (not instantiated directly).
 
     Parameters
@@ -110,6 +106,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
     #: Hu 2019 §3.2.5 form of the importance ratios.
     ratio_form: Literal["joint", "conditional"] = "joint"
 
+    settings_group = SAMPLING
     #: the sampler settings (:class:`~bayes_risk.models.Sampling` fields) the model takes, with
     #: its defaults; a field left at ``None`` in ``sampling`` takes these
     sampling_defaults: ClassVar[Mapping[str, Any]] = MappingProxyType(
@@ -152,63 +149,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
             ``sampling`` is not a :class:`~bayes_risk.models.Sampling`, or sets a field this
             model's sampler does not take (``OPTION_CONFLICT``).
         """
-        return resolve_sampling(self.sampling, self.sampling_defaults, type(self).__name__)
-
-    @classmethod
-    def from_settings(cls, settings: Mapping[str, Any]) -> BayesianSynthesizer:
-        """A new model from flat settings, the sampler settings among them (a saved model's
-        ``model.json``, a release's manifest, the command line's options).
-
-        Parameters
-        ----------
-        settings : mapping
-            ``__init__`` arguments, with the sampler settings (``draws=...``) given flat or as
-            ``sampling``.
-
-        Returns
-        -------
-        BayesianSynthesizer
-        """
-        defaults = cls.sampling_defaults
-        # a saved model holds every sampler setting, the defaults too: those are left to the
-        # defaults again, so that the model read back has the settings as given
-        given = {k: v for k, v in settings.items()
-                 if not (k in defaults and is_default(v, defaults[k]))}
-        return super().from_settings(fold_sampling(given, tuple(defaults)))
-
-    def release_settings(self) -> dict[str, Any]:
-        # flat, as saved models and releases have always held them (their identity hashes them)
-        params = super().release_settings()
-        params.pop("sampling", None)
-        params.update(dataclasses.asdict(self.resolved_sampling))
-        return {k: params[k] for k in self.setting_names()}
-
-    def set_params(self, **params: Any) -> BayesianSynthesizer:
-        """``BaseSynthesizer.set_params``; ``sampling__<field>=...`` (scikit-learn's nested
-        names) also when ``sampling`` is ``None``.
-
-        Returns
-        -------
-        self
-        """
-        if self.sampling is None and "sampling" not in params and any(
-                k.startswith("sampling__") for k in params):
-            self.sampling = Sampling()
-        super().set_params(**params)
-        return self
-
-    @classmethod
-    def setting_names(cls) -> list[str]:
-        """The names of the settings :meth:`from_settings` takes and a saved model holds:
-        ``__init__``'s, the sampler's (``sampling_defaults``) in place of ``sampling``.
-
-        Returns
-        -------
-        list of str
-        """
-        names = cls._param_names()
-        at = names.index("sampling")
-        return names[:at] + list(cls.sampling_defaults) + names[at + 1:]
+        return self._resolved_group()
 
     def check_mcmc_settings(self) -> None:
         """Check the sampler settings before a run (``sampling.run_pymc``, ``run_gibbs``).
@@ -434,11 +375,53 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
     ) -> np.ndarray:
         """``[H, m]`` array of ``log p(Z_(l) | Θ_h)`` under the model's synthesis mode."""
 
-    @abstractmethod
     def fit_augmented(
         self, data: pd.DataFrame, synthetic: pd.DataFrame, *, random_seed: RandomSeed = None
     ) -> BayesianSynthesizer:
-        """A new fitted model whose draws come from ``p(Θ | y, Z_(l))`` (stabilised estimator)."""
+        """A new model, same settings, fitted to the confidential records and the synthesized
+        rows of ``synthetic`` stacked: draws from ``p(Θ | y, Z_(l))`` (:doc:`/methods/attribute`,
+        The stabilised estimator).
+
+        Parameters
+        ----------
+        data : DataFrame
+            The confidential records the model was fitted to.
+        synthetic : DataFrame
+            One released dataset ``Z_(l)``.
+        random_seed : RandomSeed
+            Seed of the refit, as its setting (default: this model's).
+
+        Returns
+        -------
+        BayesianSynthesizer
+            The new model, fitted.
+
+        Raises
+        ------
+        SchemaError
+            If ``data`` or ``synthetic`` lacks a column of the model (``MISSING_COLUMN``).
+        """
+        self._check_fitted("fit_augmented")
+        names = self.schema_.names
+        tables = []
+        for name, df in (("data", data), ("synthetic", self._synthesized_part(synthetic))):
+            require_columns(require_frame(df, name), names, name)
+            tables.append(self._augmentation_part(df[names], name))
+        params = self.get_params(deep=False)
+        if random_seed is not None:  # the refit's own seed, as its setting
+            params["random_seed"] = random_seed
+        return self._refit(type(self)(**params), data, pd.concat(tables, ignore_index=True))
+
+    def _augmentation_part(self, table: pd.DataFrame, name: str) -> pd.DataFrame:
+        """``table`` (``data``, or ``synthetic``'s synthesized rows; the model's columns) as
+        :meth:`fit_augmented` stacks it."""
+        return table
+
+    def _refit(self, new: BayesianSynthesizer, data: pd.DataFrame, both: pd.DataFrame
+               ) -> BayesianSynthesizer:
+        """``new`` (this model's settings) fitted to the stacked table ``both`` (the
+        confidential records ``data`` and the synthesized rows, :meth:`fit_augmented`)."""
+        return new.fit(both, schema=self.schema_.keeping_levels())
 
     @abstractmethod
     def convergence_quantities(self) -> dict[str, np.ndarray]:

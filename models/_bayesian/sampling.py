@@ -8,41 +8,21 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bayes_risk._constraints import InstanceOf, check_params
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk._sampling_spec import SAMPLING_FIELDS, Sampling
-from bayes_risk._specs import fold_fields, with_defaults
 from bayes_risk.exceptions import ValidationError, keyboard_interrupts, redeliver_interrupt
 from bayes_risk.models._bayesian.timing import DrawClock, record_sweep_time
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
 
-#: the constraint table of a Bayesian model's ``sampling`` (read by ``resolved_sampling``)
-_SETTINGS = {"sampling": [InstanceOf(Sampling, "a bayes_risk.models.Sampling (e.g. "
-                                               "sampling=Sampling(draws=1000))"), None]}
-
 __all__ = ["Sampling", "SAMPLING_FIELDS", "InterruptGuard", "chain_seeds", "check_complete",
            "model_seeds", "run_gibbs", "run_pymc"]
-
-
-def resolve_sampling(sampling: Any, defaults: Mapping[str, Any], owner: str) -> Sampling:
-    """``sampling`` (``None``: all defaults) with its fields left at ``None`` set to
-    ``defaults``; a ``ValidationError`` for another type or a field ``owner`` does not take."""
-    check_params({"sampling": sampling}, _SETTINGS)
-    return with_defaults(Sampling() if sampling is None else sampling, defaults,
-                         f"{owner}'s sampler", "sampling settings")
-
-
-def fold_sampling(settings: Mapping[str, Any], takes: Sequence[str]) -> dict[str, Any]:
-    """Flat settings (a saved model's ``model.json``, the command line's options, a release's
-    manifest) with the sampler settings ``takes`` grouped as ``sampling=Sampling(...)``."""
-    return fold_fields(settings, Sampling, "sampling", takes)
 
 
 def moved_keywords(owner: str, given: Mapping[str, Any]) -> None:

@@ -41,7 +41,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.contract import ModelInfo
-from bayes_risk.data.validate import require_columns, require_frame
 
 __all__ = ["DPMPM", "MODES", "SAMPLERS"]
 
@@ -421,9 +420,8 @@ class DPMPM(BayesianSynthesizer):
 
             step = TemperedLadder(step, T)
         dt = run_gibbs(self, step, layout, random_seed=random_seed,
-                              max_sweeps=(int(self._run_settings()["max_sweeps"])
-                                          if check is not None else 0),
-                              check=check)
+                       max_sweeps=int(self._run_settings()["max_sweeps"]) if check else 0,
+                       check=check)
         record_starts(dt, self._starts(), int(self.resolved_sampling.chains))
         if T > 1:
             from bayes_risk.models.dpmpm.tempering import record_evidence
@@ -443,30 +441,11 @@ class DPMPM(BayesianSynthesizer):
             out["structural_zeros"] = to_jsonable(self._zeros.to_records())
         return out
 
-    def fit_augmented(
-        self, data: pd.DataFrame, synthetic: pd.DataFrame, *, random_seed: RandomSeed = None
-    ) -> DPMPM:
-        """A new DPMPM fitted to the confidential records and one synthetic dataset together.
+    def _augmentation_part(self, table: pd.DataFrame, name: str) -> pd.DataFrame:
+        self.schema_.check_columns(list(table.columns), name)  # levels the model knows
+        return table.astype(object)
 
-        Draws from ``p(Θ | y, Z_(l))`` (:doc:`/methods/attribute`, The stabilised estimator),
-        same settings; only the synthesized rows of ``synthetic`` are appended.
-
-        Raises
-        ------
-        SchemaError
-            If ``synthetic`` does not fit the schema (columns, unknown levels).
-        """
-        self._check_fitted()
-        require_frame(synthetic, "synthetic")
-        names = self.schema_.names
-        synthetic = self._synthesized_part(synthetic)
-        for name, df in (("data", data), ("synthetic", synthetic)):
-            require_frame(df, name)
-            self.schema_.check_columns([c for c in names if c in df.columns], name)
-            require_columns(df, names, name)
-        combined = pd.concat(
-            [data[names].astype(object), synthetic[names].astype(object)], ignore_index=True
-        )
+    def _refit(self, new: DPMPM, data: pd.DataFrame, both: pd.DataFrame) -> DPMPM:
         # the run this model's settings make, resolved (a refit of the default run is the
         # default run, whatever draws the caller set for it)
         run = self._run_settings()
@@ -474,11 +453,8 @@ class DPMPM(BayesianSynthesizer):
             # a self-extending run starts at the thinning this model's run ended with (which
             # made its own draws pass the checks) and may extend further, with the same bound
             run["thin"] = max(int(run["thin"]), mcmc_run(self)["thin"])
-        params = {**self.get_params(deep=False),
-                  "sampling": dataclasses.replace(self.resolved_sampling, **run)}
-        if random_seed is not None:  # the refit's own seed, as its setting
-            params["random_seed"] = random_seed
-        return type(self)(**params).fit(combined, schema=self.schema_.keeping_levels())
+        new.sampling = dataclasses.replace(self.resolved_sampling, **run)
+        return super()._refit(new, data, both)
 
     def _build_model(
         self, codes: np.ndarray | None, d: Sequence[int], *, transforms: bool,

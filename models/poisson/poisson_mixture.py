@@ -311,20 +311,9 @@ class PoissonMixture(BayesianSynthesizer):
         model = self.build_pymc_model(y, self.columns_, b_lambda=np.ones(y.shape[1]))
         return _fit.pymc_record_logp(model, self.posterior_, y.shape[0], idx)
 
-    def fit_augmented(
-        self, data: pd.DataFrame, synthetic: pd.DataFrame, *, random_seed: RandomSeed = None
-    ) -> PoissonMixture:
-        """A new model, same settings and prior, fitted to the confidential records and the
-        synthesized rows of ``Z_(l)`` (:doc:`/methods/attribute`, The stabilised estimator)."""
-        self._check_fitted()
+    def _refit(self, new: PoissonMixture, data: pd.DataFrame, both: pd.DataFrame
+               ) -> PoissonMixture:
         cols = self.columns_
-        synthetic = self._synthesized_part(synthetic)
-        both = pd.concat([data[self.schema_.names], synthetic[self.schema_.names]],
-                         ignore_index=True)
-        params = self.get_params(deep=False)
-        if random_seed is not None:  # the refit's own seed, as its setting
-            params["random_seed"] = random_seed
-        new = type(self)(**params)
         # same prior as the base fit: the default b_λ = 1 / max(1, mean y) is computed on the
         # confidential data y, not on y ∪ Z_(l), or p(Θ | y, Z_(l)) would use another prior
         new._prior_rate_fixed = self._b_lambda_vector(data[cols].to_numpy(dtype=np.float64))

@@ -252,21 +252,8 @@ class PyMCSynthesizer(BayesianSynthesizer):
             "(a non-centred random effect).", code="DIVERGENCES"), skip_file_prefixes=CALLER)
         return ["DIVERGENCES"]
 
-    def fit_augmented(self, data: pd.DataFrame, synthetic: pd.DataFrame, *,
-                      random_seed: RandomSeed = None) -> PyMCSynthesizer:
-        """A new model with draws of ``p(Θ | y, Z_(l))``: the same model, with the same sampler
-        settings, fitted to ``data`` and the synthesized records of ``synthetic`` (methods, The
-        stabilised estimator)."""
-        self._check_fitted("fit_augmented")
-        names = self.schema_.names
-        synthetic = self._synthesized_part(synthetic)
-        both = pd.concat([_graph.model_table(data[names], self.schema_),
-                          _graph.model_table(synthetic[names], self.schema_)],
-                         ignore_index=True)
-        params = self.get_params(deep=False)
-        if random_seed is not None:  # the refit's own seed, as its setting
-            params["random_seed"] = random_seed
-        return type(self)(**params).fit(both, schema=self.schema_.keeping_levels())
+    def _augmentation_part(self, table: pd.DataFrame, name: str) -> pd.DataFrame:
+        return _graph.model_table(table, self.schema_)  # as the model's fit reads a table
 
     # ---------------------------------------------------------------------------- adopting draws
     @classmethod

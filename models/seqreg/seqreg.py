@@ -360,20 +360,6 @@ class SequentialRegression(BayesianSynthesizer):
                 )
         return out
 
-    def fit_augmented(
-        self, data: pd.DataFrame, synthetic: pd.DataFrame, *, random_seed: RandomSeed = None
-    ) -> SequentialRegression:
-        """A new model with draws of ``p(Θ | y, Z_(l))``: refit to ``data`` and the synthesized
-        rows of ``synthetic`` stacked (methods, The stabilised estimator)."""
-        self._check_fitted()
-        names = self.schema_.names
-        synthetic = self._synthesized_part(synthetic)
-        both = pd.concat([data[names], synthetic[names]], ignore_index=True)
-        params = self.get_params(deep=False)
-        if random_seed is not None:  # the refit's own seed, as its setting
-            params["random_seed"] = random_seed
-        return type(self)(**params).fit(both, schema=self.schema_.keeping_levels())
-
     @classmethod
     def from_posterior(cls, posterior: Any, schema: Schema, **kwargs: Any
                        ) -> SequentialRegression:

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -14,9 +13,9 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from bayes_risk._constraints import InstanceOf, check_params, check_value
+from bayes_risk._constraints import check_value
 from bayes_risk._rng import RandomSeed, seed_to_json, spawn
-from bayes_risk._specs import fold_fields, is_default, with_defaults
+from bayes_risk._specs import fold_fields
 from bayes_risk._tree_spec import TreeOptions
 from bayes_risk.data.fingerprint import fingerprint_record
 from bayes_risk.data.provenance import model_id
@@ -24,15 +23,12 @@ from bayes_risk.data.schema import SCHEMA, Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
 from bayes_risk.data.validate import check_m, record_mask, require_frame, validate_table
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.models.base import BaseSynthesizer, check_is_fitted, synthesized_columns
+from bayes_risk.models.base import check_is_fitted, synthesized_columns
 from bayes_risk.models.persistence import load_trees, save_trees
+from bayes_risk.models.settings_group import TREES, GroupedSettingsSynthesizer
 from bayes_risk.models.trees.io import check_visit_sequence
 
 __all__ = ["TreeSynthesizer", "prepare_schema", "records_mask"]
-
-#: the constraint table of a tree synthesizer's ``trees`` (read by ``resolved_trees``)
-_SETTINGS = {"trees": [InstanceOf(TreeOptions, "a bayes_risk.models.TreeOptions (e.g. "
-                                               "trees=TreeOptions(min_leaf=10))"), None]}
 
 
 def records_mask(records: Any, n: int, argument: str = "records") -> np.ndarray:
@@ -63,7 +59,7 @@ def prepare_schema(data: pd.DataFrame, schema: Schema | None, synthesized: Seque
     return schema, list(order)
 
 
-class TreeSynthesizer(BaseSynthesizer):
+class TreeSynthesizer(GroupedSettingsSynthesizer):
     """Template of the tree synthesizers: subclasses set ``_fitted_attribute`` and implement
     ``persisted_state`` and ``restore_state`` (the save/load protocol of every synthesizer).
 
@@ -75,12 +71,10 @@ class TreeSynthesizer(BaseSynthesizer):
     """
 
     _fitted_attribute: ClassVar[str] = "schema_"
+    settings_group = TREES
     #: the tree options (:class:`~bayes_risk.models.TreeOptions` fields) the synthesizer grows
     #: its trees by, with its defaults; a field left at ``None`` in ``trees`` takes these
     tree_defaults: ClassVar[Mapping[str, Any]] = MappingProxyType({})
-    #: the flat settings in the order saved folders and releases hold them (default:
-    #: ``__init__``'s, the tree options in place of ``trees``)
-    settings_order: ClassVar[tuple[str, ...]] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -99,9 +93,7 @@ class TreeSynthesizer(BaseSynthesizer):
             ``trees`` is not a :class:`~bayes_risk.models.TreeOptions`, or sets a field this
             synthesizer does not grow by (``OPTION_CONFLICT``).
         """
-        trees = check_params({"trees": getattr(self, "trees", None)}, _SETTINGS)["trees"]
-        return with_defaults(TreeOptions() if trees is None else trees, self.tree_defaults,
-                             type(self).__name__, "tree options")
+        return self._resolved_group()
 
     def _fold_trees(self, trees: TreeOptions | None,
                     given: Mapping[str, Any]) -> TreeOptions | None:
@@ -114,88 +106,6 @@ class TreeSynthesizer(BaseSynthesizer):
                             f"argument {unknown[0]!r}")
         return fold_fields({"trees": trees, **given}, TreeOptions, "trees",
                            tuple(self.tree_defaults))["trees"]
-
-    @classmethod
-    def setting_names(cls) -> list[str]:
-        """The names of the settings :meth:`from_settings` takes and a saved model holds:
-        ``__init__``'s, the tree options (``tree_defaults``) in place of ``trees``.
-
-        Returns
-        -------
-        list of str
-        """
-        if cls.settings_order:
-            return list(cls.settings_order)
-        names = cls._param_names()
-        if "trees" not in names:
-            return names
-        at = names.index("trees")
-        return names[:at] + list(cls.tree_defaults) + names[at + 1:]
-
-    @classmethod
-    def from_settings(cls, settings: Mapping[str, Any]) -> TreeSynthesizer:
-        """A new synthesizer from flat settings, the tree options among them (a saved model's
-        ``model.json``, a release's manifest, the command line's options).
-
-        Parameters
-        ----------
-        settings : mapping
-            ``__init__`` arguments, with the tree options (``min_leaf=5``) given flat or as
-            ``trees``.
-
-        Returns
-        -------
-        TreeSynthesizer
-
-        Raises
-        ------
-        ValidationError
-            A setting the synthesizer does not take, naming the valid ones
-            (``INVALID_ARGUMENT``).
-        """
-        defaults = cls.tree_defaults
-        # a saved model holds every tree option, the defaults too: those are left to the
-        # defaults again, so that the model read back has the settings as given
-        given = {k: v for k, v in settings.items()
-                 if not (k in defaults and is_default(v, defaults[k]))}
-        return super().from_settings(fold_fields(given, TreeOptions, "trees", tuple(defaults)))
-
-    def set_params(self, **params: Any) -> TreeSynthesizer:
-        """``BaseSynthesizer.set_params``; a tree option by its name (``min_leaf=3``) or as
-        ``trees__min_leaf=3`` (scikit-learn's nested name) sets that field of ``trees``.
-
-        Returns
-        -------
-        self
-        """
-        flat = {k: params.pop(k) for k in list(params) if k in self.tree_defaults}
-        if flat or any(k.startswith("trees__") for k in params):
-            base = params.pop("trees", getattr(self, "trees", None)) or TreeOptions()
-            params["trees"] = dataclasses.replace(base, **flat)
-        super().set_params(**params)
-        return self
-
-    def flat_settings(self) -> dict[str, Any]:
-        """The settings as saved folders and releases hold them: :meth:`get_params`
-        (``deep=False``) with the resolved tree options in place of ``trees``, in the order
-        of :meth:`setting_names`.
-
-        Returns
-        -------
-        dict
-        """
-        params = self.get_params(deep=False)
-        if "trees" in params:
-            del params["trees"]
-            params.update(dataclasses.asdict(self.resolved_trees))
-        return {k: params[k] for k in self.setting_names()}
-
-    def release_settings(self) -> dict[str, Any]:
-        # flat, as saved models and releases have always held them (their identity hashes them)
-        params = self.flat_settings()
-        if "random_seed" in params:
-            params["random_seed"] = seed_to_json(params["random_seed"])
-        return params
 
     def _keep_fitted_table(self, data: pd.DataFrame, schema: Schema
                            ) -> tuple[pd.Index, pd.DataFrame]:

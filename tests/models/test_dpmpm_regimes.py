@@ -27,7 +27,6 @@ from scipy.special import gammaln
 
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models import DPMPM, Sampling
-from bayes_risk.models._bayesian.sampling import SAMPLING_FIELDS, fold_sampling
 
 ACS_COLUMNS = ["AGEP", "MAR", "SCHL", "SEX", "WKL"]
 # posterior of DPMPM(n_components=80) on the ACS extract from a long run (4 chains × 8,000
@@ -37,10 +36,10 @@ ACS_KOCC = (4.6345, 0.0116)
 
 
 def _quiet_fit(df: pd.DataFrame, seed: int, **settings) -> DPMPM:
-    kw = fold_sampling({"progressbar": False, "cores": 1, **settings}, SAMPLING_FIELDS)
+    model = DPMPM.from_settings({"progressbar": False, "cores": 1, **settings})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return DPMPM(**kw).fit(df, random_seed=seed)
+        return model.fit(df, random_seed=seed)
 
 
 # ------------------------------------------------------------------ independent sampler

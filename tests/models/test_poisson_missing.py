@@ -20,7 +20,6 @@ import bayes_risk.models.poisson.kernels as pk
 from bayes_risk.data.schema import infer_schema
 from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.models import PoissonMixture, Sampling
-from bayes_risk.models._bayesian.sampling import SAMPLING_FIELDS, fold_sampling
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::bayes_risk.exceptions.ConvergenceWarning",
@@ -236,7 +235,7 @@ def test_command_line_fit_with_empty_cells(tmp_path, counts, capsys):
 def _fit_codes(counts: pd.DataFrame, **kw) -> tuple[PoissonMixture, list[str]]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        m = PoissonMixture(**fold_sampling({"progressbar": False, **kw}, SAMPLING_FIELDS))
+        m = PoissonMixture.from_settings({"progressbar": False, **kw})
         m = m.fit(counts, schema=_schema(counts), random_seed=2)
     return m, [w["code"] for w in m.mcmc_warnings()]
 

@@ -108,3 +108,19 @@ def test_saved_settings_stay_flat_and_read_back_as_given():
     with pytest.raises(ValidationError, match="no setting") as err:
         DPMPM.from_settings({"n_components": 4, "burn_in": 10})
     assert err.value.code == "INVALID_ARGUMENT"
+
+
+def test_one_mechanism_reads_and_writes_the_grouped_settings_flat():
+    """The Bayesian models' ``sampling`` and the trees' ``trees`` share
+    ``GroupedSettingsSynthesizer`` (issue 87): neither base restates its methods."""
+    from bayes_risk.models._bayesian.base import BayesianSynthesizer
+    from bayes_risk.models.settings_group import SAMPLING, TREES, GroupedSettingsSynthesizer
+    from bayes_risk.models.trees.base import TreeSynthesizer
+
+    for cls, group in ((BayesianSynthesizer, SAMPLING), (TreeSynthesizer, TREES)):
+        assert issubclass(cls, GroupedSettingsSynthesizer) and cls.settings_group is group
+        assert not {"from_settings", "set_params", "setting_names", "release_settings",
+                    "flat_settings"} & set(vars(cls))
+    model = DPMPM(sampling=Sampling(draws=40), random_seed=3)
+    assert model.flat_settings() == {**model.release_settings(), "random_seed": 3}
+    assert DPMPM.from_settings(model.flat_settings()).get_params() == model.get_params()

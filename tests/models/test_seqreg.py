@@ -637,3 +637,14 @@ def test_cli_fit_regression(tmp_path, capsys):
                  "--synthesize", "y", "--quiet", "--out", str(tmp_path / "bad")]) == 2
     assert "families['y'] must be one of" in capsys.readouterr().err
     assert not (tmp_path / "bad").exists()
+
+
+def test_fit_augmented_refuses_a_table_without_a_column_of_the_model(normreg):
+    """The base's refit checks both tables before fitting (a KeyError before issue 87)."""
+    from bayes_risk.exceptions import SchemaError
+
+    df, model = normreg
+    for data, syn, name in ((df[["y"]], df, "data"), (df, df[["x"]], "synthetic")):
+        with pytest.raises(SchemaError, match=name) as err:
+            model.fit_augmented(data, syn)
+        assert err.value.code == "MISSING_COLUMN"

@@ -13,7 +13,7 @@ import pandas as pd
 from bayes_risk.contract import ModelInfo
 from bayes_risk.exceptions import NotSupportedError, ValidationError
 from bayes_risk.models.trees.forest_leaves import forest_apply_distinct
-from bayes_risk.models.trees.plugins.plugin_cart import PluginBase
+from bayes_risk.models.trees.plugins.base import PluginBase
 
 __all__ = ["RFPlugin", "plugin_likelihood", "release_likelihood"]
 

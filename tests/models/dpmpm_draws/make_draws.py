@@ -60,15 +60,14 @@ CONFIGS = {
 
 def draws(name: str) -> dict[str, list]:
     from bayes_risk.models import DPMPM
-    from bayes_risk.models._bayesian.sampling import SAMPLING_FIELDS, fold_sampling
 
     # the configurations are written flat, as the models took them when the draws were stored
-    settings = fold_sampling(CONFIGS[name], SAMPLING_FIELDS)
+    settings = CONFIGS[name]
     df = table("structural_zeros" in settings)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # short runs: convergence warnings expected
-        m = DPMPM(progressbar=False, **settings).fit(df, categorical=list(df.columns),
-                                                     random_seed=11)
+        m = DPMPM.from_settings({"progressbar": False, **settings}).fit(
+            df, categorical=list(df.columns), random_seed=11)
     post, stats = m.posterior_["posterior"], m.posterior_["sample_stats"]
     out = {v: post[v].values.tolist() for v in ("alpha", "phi_0", "phi_1", "phi_2")}
     if "V" in post:

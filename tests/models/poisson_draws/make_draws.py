@@ -46,13 +46,13 @@ CONFIGS = {
 
 def draws(name: str) -> dict[str, list]:
     from bayes_risk.models import PoissonMixture
-    from bayes_risk.models._bayesian.sampling import SAMPLING_FIELDS, fold_sampling
 
     # the configurations are written flat, as the models took them when the draws were stored
-    settings = fold_sampling(CONFIGS[name], SAMPLING_FIELDS)
+    settings = CONFIGS[name]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # short runs: convergence warnings expected
-        m = PoissonMixture(progressbar=False, **settings).fit(table(), random_seed=11)
+        m = PoissonMixture.from_settings({"progressbar": False, **settings}).fit(
+            table(), random_seed=11)
     post, stats = m.posterior_["posterior"], m.posterior_["sample_stats"]
     out = {v: post[v].values.tolist() for v in ("lam", "alpha", "v") if v in post}
     out["loglik"] = stats["loglik"].values.tolist()
