@@ -62,11 +62,6 @@ class PredicateSpec:
         Multivariate candidates tried at most per dataset (anonymeter's 10,000,000; ``None``:
         no limit).
 
-    Raises
-    ------
-    ValidationError
-        A field out of its range, named in the message.
-
     Examples
     --------
     >>> PredicateSpec(n_cols=2).max_attempts
@@ -102,11 +97,6 @@ class GuessSpec:
     tolerance : float
         Largest relative difference ``|guess − value| / |guess|`` of a right guess (anonymeter's
         0.05).
-
-    Raises
-    ------
-    ValidationError
-        A field out of its range, named in the message.
 
     Examples
     --------

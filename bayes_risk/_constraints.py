@@ -6,8 +6,10 @@ checker (:func:`check_value`) refuses anything else with the package's error, na
 argument, the value and what was expected.
 
 A spec dataclass declares its checks in its fields' metadata (:func:`checked`) and calls
-:func:`check_fields` in ``__post_init__``; a function with many scalar arguments checks a dict
-of them (:func:`check_params`). A check whose message gives advice beyond "expected X" stays
+:func:`check_fields` in ``__post_init__``, so every spec raises ``ValidationError`` naming the
+field (the API reference says so once; a spec's docstring lists in ``Raises`` only what else
+it refuses); a function with many scalar arguments checks a dict of them
+(:func:`check_params`). A check whose message gives advice beyond "expected X" stays
 hand-written.
 
 Relations between arguments (:class:`Requires`, :class:`OneOf`, :class:`AtMost`,

@@ -64,7 +64,7 @@ class LatticeSpec:
     ----------
     max_size : int, optional
         Largest subset size evaluated exhaustively, from 1 to the number of candidates
-        (default: every size, the full lattice).
+        (default: every size, the full lattice; checked when the sweep starts).
     greedy_beyond : bool
         Follow the greedy forward path from the riskiest subset of size ``max_size`` to the
         full set.
@@ -72,12 +72,6 @@ class LatticeSpec:
         Quantile bands of a numeric variable in the per-level contributions (default: deciles).
     max_subsets : int
         Largest number of subsets evaluated (default 4,096); more is an error.
-
-    Raises
-    ------
-    ValidationError
-        A field out of its range, named in the message (``max_size`` against the candidates
-        when the sweep starts).
 
     Examples
     --------

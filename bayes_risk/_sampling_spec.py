@@ -57,11 +57,6 @@ class Sampling(GroupedSettings):
     temperatures : int, optional
         Replicas of each chain's tempered ladder (>= 1, 1: no tempering; DPMPM's Gibbs sampler).
 
-    Raises
-    ------
-    ValidationError
-        A value of the wrong type or out of range, naming the field (``INVALID_ARGUMENT``).
-
     Examples
     --------
     >>> from bayes_risk.models import Sampling

@@ -64,11 +64,6 @@ class SearchSpec:
         thread and on Windows, where no CPU timer can interrupt it, the candidate running
         finishes first.
 
-    Raises
-    ------
-    ValidationError
-        An unknown objective, or a count or budget out of its range, named in the message.
-
     Examples
     --------
     >>> SearchSpec(max_candidates=8, patience=3).confirm

@@ -91,11 +91,6 @@ class PropensitySpec:
     n_perm : int
         Permutations of ``null="perm"`` (synthpop uses 50).
 
-    Raises
-    ------
-    ValidationError
-        A field out of its range, named in the message.
-
     Examples
     --------
     >>> PropensitySpec(method="cart", min_leaf=10).max_order
@@ -159,11 +154,6 @@ class OverlapSpec:
     rules : {"auto", "partial", "full-same-n", "full-population", "partial-sample"}
         Combining rules of the synthetic intervals; ``"auto"``: the manifest's generation
         scheme, else inferred from the synthesized columns.
-
-    Raises
-    ------
-    ValidationError
-        A field out of its range, named in the message.
 
     Examples
     --------

@@ -127,9 +127,7 @@ def inference_risk(
         all); the baseline makes as many guesses as the main attack, at most the synthetic
         rows.
     guess : GuessSpec, optional
-        When a guess is right: equal, or within a relative tolerance
-        (:class:`~bayes_risk.attacks.GuessSpec`; default: within anonymeter's 0.05 for a
-        numeric secret, equal for a categorical one).
+        See :class:`~bayes_risk.attacks.GuessSpec` (default: its defaults).
     random_seed : int, Generator or None
         Seeds the records attacked, the order of equally distant rows and the baseline.
     groups : str, optional

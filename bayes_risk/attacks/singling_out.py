@@ -216,9 +216,7 @@ def singling_out_risk(
     n_attacks : int
         Predicates per dataset and mode (anonymeter's 500).
     predicates : PredicateSpec, optional
-        The columns of a multivariate predicate, the columns the predicates may use and the
-        candidates tried at most (:class:`~bayes_risk.attacks.PredicateSpec`; default:
-        anonymeter's).
+        See :class:`~bayes_risk.attacks.PredicateSpec` (default: anonymeter's).
     schema : Schema, optional
     categorical : iterable of str, optional
         Integer-coded factors (compared with ``==`` / ``!=`` only).

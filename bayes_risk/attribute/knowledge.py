@@ -60,8 +60,7 @@ def attribute_known_sweep(
     known : sequence of str
         The synthesized columns the intruder may know (1 to 20; not every synthesized column).
     lattice : LatticeSpec, optional
-        As in :func:`~bayes_risk.identification.known_sweep` (the same lattice of subsets,
-        :class:`~bayes_risk.identification.LatticeSpec`).
+        As in :func:`~bayes_risk.identification.known_sweep`.
     measure : {"mean_p_true", "prop_top"}
         What the greedy path and the frontier rank subsets by.
     random_seed : int, Generator or None

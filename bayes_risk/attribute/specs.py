@@ -272,11 +272,6 @@ class EstimatorSpec:
         column, a random forest, a Bayesian model, or the audit's attribute step does not
         run), it is refused before any work (``OPTION_UNUSED``).
 
-    Raises
-    ------
-    ValidationError
-        A field out of its range, named in the message.
-
     Examples
     --------
     >>> EstimatorSpec("is", khat_rule="any").khat

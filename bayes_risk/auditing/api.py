@@ -79,8 +79,7 @@ def audit(
         Records of the population not in the original; the membership and attacks steps run
         only with it.
     settings : AuditSettings, optional
-        How the steps measure the release, the model function of a PyMC model folder, the
-        verdict lines' thresholds and where the engines run (:class:`~bayes_risk.AuditSettings`).
+        See :class:`~bayes_risk.AuditSettings` (default: its defaults).
     out : path, optional
         New or empty folder for every step's files, written atomically; ``None``: no files.
     random_seed : int, optional

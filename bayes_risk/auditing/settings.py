@@ -108,7 +108,8 @@ class AuditSettings:
         Targets of the empirical disclosure measures. Default: the synthesized columns the
         intruder does not know.
     ngroups_target : int or None
-        Groups of a numeric target of the empirical measures (default 10; ``None``: none).
+        Groups of a numeric target of the empirical measures (at least 2, default 10;
+        ``None``: none).
     attribute_records : sequence of int, optional
         Records (0-based) whose attribute risk is estimated (default all).
     attribute_estimator : EstimatorSpec or {"auto", "stabilised", "is"}
@@ -151,12 +152,6 @@ class AuditSettings:
         Dask cluster, each engine's own partition size); every other step runs in process.
         The figures are the same whatever the executor; the report and ``summary.json`` say
         where each step ran (:doc:`/user_guide/dask`).
-
-    Raises
-    ------
-    ValidationError
-        A spec field the audit's steps set themselves, a spec of the wrong type or an
-        ``ngroups_target`` below 2.
 
     Examples
     --------

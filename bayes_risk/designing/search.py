@@ -137,9 +137,7 @@ def design(
     categorical : sequence of str, optional
         Integer-coded factors of ``original``.
     search : SearchSpec, optional
-        What the search optimises, when it stops (most candidates, patience, CPU budget), its
-        subsample screen and its fresh-seed re-audits
-        (:class:`~bayes_risk.designing.SearchSpec`; default: its defaults).
+        See :class:`~bayes_risk.designing.SearchSpec` (default: its defaults).
     out : path, optional
         The design folder: the journal of the search (kept through an interrupt), the
         frontier, the report, the recommended release and its audit.

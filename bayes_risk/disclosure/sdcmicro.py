@@ -98,8 +98,7 @@ def sdcmicro(
         Columns whose combinations are treated apart by ``pram``, ``local_suppression``
         and ``microaggregation`` (sdcMicro's strata variables).
     settings : SdcMicroSpec, optional
-        The remedies' settings (:class:`~bayes_risk.disclosure.SdcMicroSpec`; default:
-        sdcMicro's).
+        See :class:`~bayes_risk.disclosure.SdcMicroSpec` (default: sdcMicro's).
     random_seed : int, sequence of int, SeedSequence or Generator, optional
         Seed of PRAM's and the noise's draws (same seed, same release). It is not recorded:
         with it and the noise's standard deviation anyone could draw the noise again and take

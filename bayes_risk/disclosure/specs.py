@@ -53,11 +53,6 @@ class ExclusionSpec:
     use_target_na, use_keys_na : bool
         Whether records with a missing target / key (per key, or one value for all) count.
 
-    Raises
-    ------
-    ValidationError
-        A field out of its range, named in the message.
-
     Examples
     --------
     >>> ExclusionSpec(exclude_combinations=[("sex", 1, "Missing")]).exclude_combinations
@@ -172,11 +167,6 @@ class SdcMicroSpec:
     noise_method : {"additive", "correlated"}
         Independent normal noise per column, or multivariate normal noise with the columns'
         covariance (Kim 1986; two columns or more).
-
-    Raises
-    ------
-    ValidationError
-        A field out of its range, named in the message.
 
     Examples
     --------

@@ -85,12 +85,9 @@ def identification_risk(
     schema : Schema, optional
         Column types (overrides inference).
     match : MatchSpec, optional
-        How the known columns match (:class:`~bayes_risk.identification.MatchSpec`; default:
-        exact matching of categorical and count columns).
+        See :class:`~bayes_risk.identification.MatchSpec` (default: exact matching).
     population : PopulationSpec, optional
-        The targets, membership, population counts and what the intruder knows of the
-        selection for synthesis (:class:`~bayes_risk.identification.PopulationSpec`; default:
-        every original record, known membership, the selection unknown).
+        See :class:`~bayes_risk.identification.PopulationSpec` (default: its defaults).
     aggregation : {"pooled", "pooled_measures", "per_dataset"}, optional
         Default ``"pooled"`` (``MatchSpec(compat=...)``: ``"per_dataset"``).
         ``"pooled_measures"``: the same pooled measures without the match probabilities

@@ -79,9 +79,7 @@ def known_sweep(
         The candidates that were synthesized. Default: the release's schema roles, else every
         candidate whose released values differ from the original's in some dataset.
     lattice : LatticeSpec, optional
-        The subsets evaluated: every size up to ``max_size``, the greedy path beyond, at most
-        ``max_subsets``; and the bands of the per-level contributions
-        (:class:`~bayes_risk.identification.LatticeSpec`; default: the full lattice, deciles).
+        See :class:`~bayes_risk.identification.LatticeSpec` (default: the full lattice).
     measure : {"expected_match_risk", "true_match_rate_targets"}
         The risk the greedy path and the frontier rank subsets by.
     progressbar : bool

@@ -198,9 +198,7 @@ def condition_on_selection(
     synthetic : SyntheticData, list of DataFrame or None
         The release (``None`` with replicates).
     selection : "release", str, callable or boolean mask / positions
-        ``"release"``: the rule the release's manifest records (:func:`release_rule`); an
-        expression on the known columns or a callable of a DataFrame: the rule; a mask or
-        positions of the original's records: the selected records themselves.
+        As ``selection`` of :class:`~bayes_risk.identification.PopulationSpec`.
     known_us, known_s : list of str
         The known columns released unchanged and synthesized.
     schema : Schema

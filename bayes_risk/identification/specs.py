@@ -171,11 +171,6 @@ class MatchSpec:
     compat : {None, "IdentificationRiskCalculation"}
         Reproduce the R package exactly (:doc:`/methods/compatibility`).
 
-    Raises
-    ------
-    ValidationError
-        A field out of its range, named in the message.
-
     Examples
     --------
     >>> MatchSpec(radius={"income": 0.05}, window="open").radius
@@ -298,11 +293,6 @@ class PopulationSpec:
         records (:doc:`/methods/identification`, Identification given the selection metadata
         R). Default ``None``: the intruder does not know ``R``. Another entry point takes the
         inputs of ``bayes_risk.identification.selection.conditioned`` instead.
-
-    Raises
-    ------
-    ValidationError
-        A field out of its range, or a combination that does not apply, named in the message.
 
     Examples
     --------

@@ -48,11 +48,6 @@ class AttackSpec:
     bootstrap : int
         Bootstrap replicates for the intervals of the advantage (0 disables).
 
-    Raises
-    ------
-    ValidationError
-        A field out of its range, named in the message.
-
     Examples
     --------
     >>> AttackSpec(prior="sampling", population_size=100_000).threshold
@@ -106,11 +101,6 @@ class RatioSpec:
         Compute Pareto k̂ of every mean (flags ``KHAT_HIGH``).
     refit_cache : str or path, optional
         As ``refit_cache`` of :class:`~bayes_risk.attribute.EstimatorSpec`.
-
-    Raises
-    ------
-    ValidationError
-        A field out of its range, named in the message.
 
     Examples
     --------

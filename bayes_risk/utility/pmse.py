@@ -125,8 +125,7 @@ def pmse(
     original : DataFrame
     synthetic : DataFrame, list of DataFrame or SyntheticData
     propensity : PropensitySpec, "logit" or "cart", optional
-        The propensity model and the null (:class:`~bayes_risk.utility.PropensitySpec`;
-        default: logistic with all two-way interactions, the null chosen by it).
+        See :class:`~bayes_risk.utility.PropensitySpec` (a name: its ``method``).
     incomplete : bool, optional
         Incomplete synthesis (theory null on ``k* − 1``). Default: whether some but not all
         modelled columns are synthesized.
