@@ -228,29 +228,6 @@ def _collect(frame: Any, columns: Sequence[str]) -> Any:
     return frame[keep].compute()
 
 
-def _collect_inputs(
-    original: Any, synthetic: Any, known: Sequence[str], kwargs: dict[str, Any]
-) -> tuple[Any, Any]:
-    """Dask DataFrames among the inputs, reduced to the known, id and weight columns."""
-    from bayes_risk.identification.prepare import known_names
-
-    known = known_names(known)
-    population = kwargs.get("population")
-    ids = [c for c in (getattr(population, "original_id", None),
-                       getattr(population, "target_id", None)) if c is not None]
-    weights = getattr(population, "weights", None)
-    need = [*known, *ids, *([weights] if isinstance(weights, str) else [])]
-    original = _collect(original, need)
-    if getattr(population, "targets", None) is not None:
-        kwargs["population"] = dataclasses.replace(
-            population, targets=_collect(population.targets, need))
-    if isinstance(synthetic, (list, tuple)):
-        synthetic = [_collect(z, need) for z in synthetic]
-    else:
-        synthetic = _collect(synthetic, need)
-    return original, synthetic
-
-
 def identification_risk(
     original: Any,
     synthetic: Any,
@@ -293,10 +270,33 @@ def identification_risk(
     """
     from bayes_risk.identification import api
 
+    return _on_cluster(api.identification_risk, original, synthetic, known, client,
+                       partition_size, dict(kwargs, synthesized=synthesized,
+                                            progressbar=progressbar))
+
+
+def _on_cluster(engine: Any, original: Any, synthetic: Any, known: Sequence[str], client: Any,
+                partition_size: int | None, kwargs: dict[str, Any]) -> Any:
+    """An identification ``engine`` with its targets spread over ``client``: dask DataFrames
+    among the inputs reduced to the known, id and weight columns and gathered first; a
+    ``ValidationError`` naming the engine if the arguments do not bind."""
+    from bayes_risk.identification.prepare import known_names
+
     executor = DaskExecutor(client, partition_size=partition_size)
-    original, synthetic = _collect_inputs(original, synthetic, known, kwargs)
-    return _bound_call(api.identification_risk, "identification_risk", original, synthetic,
-                       known=known, synthesized=synthesized, progressbar=progressbar,
+    population = kwargs.get("population")
+    ids = [c for c in (getattr(population, "original_id", None),
+                       getattr(population, "target_id", None)) if c is not None]
+    weights = getattr(population, "weights", None)
+    need = [*known_names(known), *ids, *([weights] if isinstance(weights, str) else [])]
+    original = _collect(original, need)
+    if getattr(population, "targets", None) is not None:
+        kwargs["population"] = dataclasses.replace(
+            population, targets=_collect(population.targets, need))
+    if isinstance(synthetic, (list, tuple)):
+        synthetic = [_collect(z, need) for z in synthetic]
+    else:
+        synthetic = _collect(synthetic, need)
+    return _bound_call(engine, engine.__name__, original, synthetic, known=known,
                        executor=executor, **kwargs)
 
 
@@ -314,10 +314,8 @@ def radius_search(
     cluster (arguments as there and in :func:`identification_risk`; the same result)."""
     from bayes_risk.identification.radius import radius_search as _search
 
-    executor = DaskExecutor(client, partition_size=partition_size)
-    original, synthetic = _collect_inputs(original, synthetic, known, kwargs)
-    return _search(original, synthetic, known=known, synthesized=synthesized,
-                   executor=executor, **kwargs)
+    return _on_cluster(_search, original, synthetic, known, client, partition_size,
+                       dict(kwargs, synthesized=synthesized))
 
 
 def radius_sweep(
@@ -335,7 +333,5 @@ def radius_sweep(
     (arguments as there and in :func:`identification_risk`; the same result)."""
     from bayes_risk.identification.radius import radius_sweep as _sweep
 
-    executor = DaskExecutor(client, partition_size=partition_size)
-    original, synthetic = _collect_inputs(original, synthetic, known, kwargs)
-    return _sweep(original, synthetic, known=known, synthesized=synthesized, radii=radii,
-                  executor=executor, **kwargs)
+    return _on_cluster(_sweep, original, synthetic, known, client, partition_size,
+                       dict(kwargs, synthesized=synthesized, radii=radii))

@@ -60,24 +60,16 @@ class Executor(Protocol):
         progressbar: bool = True,
         description: str = "",
     ) -> list[R]:
-        """``[fn(shared, part) for part in parts]``, in the order of ``parts``."""
+        """``[fn(shared, part) for part in parts]``, in the order of ``parts`` (what the
+        in-process executor does)."""
+        return [fn(shared, part) for part in parts]
 
 
-class InProcessExecutor:
-    """Runs every partition in this process, one after the other (the default)."""
+class InProcessExecutor(Executor):
+    """Runs every partition in this process, one after the other (the default; the protocol's
+    ``map``)."""
 
     partition_size: int | None = None
-
-    def map(
-        self,
-        fn: Callable[[Any, P], R],
-        shared: Any,
-        parts: Sequence[P],
-        *,
-        progressbar: bool = True,
-        description: str = "",
-    ) -> list[R]:
-        return [fn(shared, part) for part in parts]
 
 
 class DaskExecutor:

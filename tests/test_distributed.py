@@ -449,6 +449,10 @@ def test_bad_arguments(client, ce):
     with pytest.raises(ValidationError, match="invalid arguments for identification_risk"):
         bd.identification_risk(y, syn, known=[*KNOWN_US, *KNOWN_S], synthesized=KNOWN_S,
                                client=client, radiuss=0.1)
+    # the radius functions go the same way to the in-process one, which names itself
+    with pytest.raises(ValidationError, match="for radius_sweep"):
+        bd.radius_sweep(y, syn, known=[*KNOWN_US, *KNOWN_S], synthesized=KNOWN_S,
+                        client=client, radiuss=0.1)
     with pytest.raises(ValidationError, match="exactly one of scheduler and n_workers"):
         with bd.connect(scheduler="tcp://127.0.0.1:1", n_workers=2):
             pass

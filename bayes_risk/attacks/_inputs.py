@@ -187,22 +187,15 @@ def _check_holdout_coding(orig: pd.DataFrame, hold: pd.DataFrame, schema: Schema
 def screen_control(orig: pd.DataFrame, hold: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     """The holdout without the rows that copy a record of the original beyond chance (they
     would understate the risk)."""
-    from bayes_risk.membership.holdout import holdout_overlap
+    from bayes_risk.membership.holdout import overlapping_rows
 
-    ov = holdout_overlap(orig, hold)
-    if not ov.overlapping:
+    copies = overlapping_rows(
+        orig, hold, "the control attack needs records of the population that were not used for "
+        "the synthesis; a member in it succeeds as in the main attack and understates the risk",
+        "left out of the control attack")
+    if copies is None:
         return hold, 0
-    why = ("the control attack needs records of the population that were not used for the "
-           "synthesis; a member in it succeeds as in the main attack and understates the risk")
-    if ov.copies.all():
-        raise ValidationError(f"holdout: {ov.describe()}: is it a part of the original? {why}.",
-                              code="HOLDOUT_OVERLAPS_ORIGINAL")
-    warnings.warn(DataWarning(
-        f"holdout: {ov.describe()}, more than chance explains; {why}. These rows are left out "
-        "of the control attack (HOLDOUT_OVERLAPS_ORIGINAL).", code="HOLDOUT_OVERLAPS_ORIGINAL"),
-        skip_file_prefixes=CALLER)
-    keep = ~ov.copies
-    return hold[keep].reset_index(drop=True), int(ov.copies.sum())
+    return hold[~copies].reset_index(drop=True), int(copies.sum())
 
 
 def code_table(df: pd.DataFrame, schema: Schema) -> np.ndarray:

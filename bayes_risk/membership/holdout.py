@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-__all__ = ["HoldoutOverlap", "holdout_overlap"]
+__all__ = ["HoldoutOverlap", "holdout_overlap", "overlapping_rows"]
 
 #: a share of copies this improbable under a holdout drawn apart from the original is overlap
 ALPHA = 1e-3
@@ -70,28 +70,36 @@ def holdout_overlap(original: pd.DataFrame, holdout: pd.DataFrame) -> HoldoutOve
     return HoldoutOverlap(copies=copies, reference_share=d / n if n else 0.0, p_value=p)
 
 
-def screen_holdout(original: pd.DataFrame, holdout: pd.DataFrame | None) -> np.ndarray | None:
-    """The holdout rows to flag ``HOLDOUT_IN_ORIGINAL`` (``None``: no overlap)."""
+def overlapping_rows(original: pd.DataFrame, holdout: pd.DataFrame, why: str,
+                     kept: str) -> np.ndarray | None:
+    """The holdout rows that copy a record of the original beyond chance (``None``: none): a
+    holdout of nothing but copies is refused, one with some is warned of (``why``: what a copy
+    spoils; ``kept``: what is done with the rows)."""
     import warnings
 
     from bayes_risk.exceptions import CALLER, DataWarning, ValidationError
 
-    if holdout is None or not len(holdout):
-        return None
     ov = holdout_overlap(original, holdout)
     if not ov.overlapping:
         return None
-    why = ("a holdout must hold records of the population that are not in the original; a "
-           "member scored as a non-member lowers the attack's measured advantage")
     if ov.copies.all():
         raise ValidationError(f"holdout: {ov.describe()}: is it a part of the original? {why}.",
                               code="HOLDOUT_OVERLAPS_ORIGINAL")
     warnings.warn(DataWarning(
-        f"holdout: {ov.describe()}, more than chance explains; {why}. These rows are flagged "
-        "HOLDOUT_IN_ORIGINAL and left out of the summaries and of the distance baseline "
+        f"holdout: {ov.describe()}, more than chance explains; {why}. These rows are {kept} "
         "(HOLDOUT_OVERLAPS_ORIGINAL).", code="HOLDOUT_OVERLAPS_ORIGINAL"),
         skip_file_prefixes=CALLER)
     return ov.copies
+
+
+def screen_holdout(original: pd.DataFrame, holdout: pd.DataFrame | None) -> np.ndarray | None:
+    """The holdout rows to flag ``HOLDOUT_IN_ORIGINAL`` (``None``: no overlap)."""
+    if holdout is None or not len(holdout):
+        return None
+    return overlapping_rows(
+        original, holdout, "a holdout must hold records of the population that are not in the "
+        "original; a member scored as a non-member lowers the attack's measured advantage",
+        "flagged HOLDOUT_IN_ORIGINAL and left out of the summaries and of the distance baseline")
 
 
 def flag_copies(flags: list[list[str]], source: np.ndarray, row: np.ndarray,

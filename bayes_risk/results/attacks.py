@@ -135,6 +135,29 @@ class _AttackResult(RiskResult):
     def _group_label(self, g: Any) -> str:
         return str(g)
 
+    #: the risk table's last column, named and read off a column of :attr:`table`
+    _extra_column: ClassVar[tuple[str, str]] = ("tied", "share_tied_main")
+
+    def _summary_header(self) -> list[tuple[str, Any]]:
+        raise NotImplementedError
+
+    #: how to read the table: what the attack does and whom its rates count (before the
+    #: risk's formula), the methods page's section, what follows the formula
+    _reading: ClassVar[tuple[str, str, str]] = ("", "", "")
+
+    def summary(self) -> Summary:
+        """Header (columns, sizes, options), the risk table and how to read it."""
+        name, column = self._extra_column
+        before, section, after = self._reading
+        return Summary(
+            f"{self._title} (anonymeter)",
+            header=self._summary_header(),
+            tables={"risk": self._risk_table().assign(**{name: self.table[column].to_numpy()})},
+            notes=[f"{before}Risk = (main − control) / (1 − control), clipped to [0, 1] (Giomi "
+                   f"et al. 2023; methods page, {section}).{after}"],
+            warnings=self.structured_warnings,
+        )
+
 
 @dataclass(frozen=True, repr=False)
 class SinglingOutResult(_AttackResult):
@@ -169,32 +192,26 @@ class SinglingOutResult(_AttackResult):
     _title: ClassVar[str] = "Singling-out risk"
     _by: ClassVar[str] = "mode"
 
-    def summary(self) -> Summary:
-        """Header (sizes, options), the risk table and how to read it."""
+    _extra_column: ClassVar[tuple[str, str]] = ("predicates", "n_queries")
+
+    def _summary_header(self) -> list[tuple[str, Any]]:
         s = self.settings
-        return Summary(
-            "Singling-out risk (anonymeter)",
-            header=[
-                ("original records (distinct)",
-                 f"{s['n_original']:,} ({s['n_original_distinct']:,})"),
-                ("holdout records (distinct)",
-                 "none" if s["n_holdout"] is None
-                 else f"{s['n_holdout']:,} ({s['n_holdout_distinct']:,})"),
-                ("synthetic datasets m", s["m"]),
-                ("predicates asked per dataset and mode", s["n_attacks"]),
-                ("columns of a multivariate predicate", s["n_cols"]),
-            ],
-            tables={"risk": self._risk_table().assign(
-                predicates=self.table["n_queries"].to_numpy())},
-            notes=[
-                "A predicate written on a synthetic dataset singles out a person when it "
-                "matches exactly one record. Main rate: on the original; control rate: on the "
-                "holdout (records the synthesis did not use); baseline: random predicates on "
-                "the original. Risk = (main − control) / (1 − control), clipped to [0, 1] "
-                "(Giomi et al. 2023; methods page, Singling out, linkability and inference).",
-            ],
-            warnings=self.structured_warnings,
-        )
+        return [
+            ("original records (distinct)",
+             f"{s['n_original']:,} ({s['n_original_distinct']:,})"),
+            ("holdout records (distinct)",
+             "none" if s["n_holdout"] is None
+             else f"{s['n_holdout']:,} ({s['n_holdout_distinct']:,})"),
+            ("synthetic datasets m", s["m"]),
+            ("predicates asked per dataset and mode", s["n_attacks"]),
+            ("columns of a multivariate predicate", s["n_cols"]),
+        ]
+
+    _reading: ClassVar[tuple[str, str, str]] = (
+        "A predicate written on a synthetic dataset singles out a person when it matches "
+        "exactly one record. Main rate: on the original; control rate: on the holdout (records "
+        "the synthesis did not use); baseline: random predicates on the original. ",
+        "Singling out, linkability and inference", "")
 
 
 @dataclass(frozen=True, repr=False)
@@ -238,32 +255,24 @@ class LinkabilityResult(_AttackResult):
         return f"linkability of ({', '.join(a)}) with ({', '.join(b)})"
 
 
-    def summary(self) -> Summary:
-        """Header (columns, sizes, options), the risk table and how to read it."""
+    def _summary_header(self) -> list[tuple[str, Any]]:
         s = self.settings
         a, b = s["aux_columns"]
-        return Summary(
-            "Linkability risk (anonymeter)",
-            header=[
-                ("the intruder's first table", ", ".join(a)),
-                ("the intruder's second table", ", ".join(b)),
-                ("records attacked (original, holdout)",
-                 f"{s['n_attacks']:,}" + ("" if s["n_holdout"] is None else " each")),
-                ("synthetic datasets m", s["m"]),
-                ("nearest rows K", s["n_neighbors"]),
-            ],
-            tables={"risk": self._risk_table().assign(
-                tied=self.table["share_tied_main"].to_numpy())},
-            notes=[
-                "A record is linked when its two parts share one of their k nearest synthetic "
-                "rows. Main rate: records of the original; control rate: records of the "
-                "holdout; baseline: random rows. Risk = (main − control) / (1 − control), "
-                "clipped to [0, 1] (Giomi et al. 2023; methods page, Singling out and "
-                "linkability). 'tied': share of the original's records whose k-th nearest row "
-                "was as distant as the next (equally distant rows are taken in random order).",
-            ],
-            warnings=self.structured_warnings,
-        )
+        return [
+            ("the intruder's first table", ", ".join(a)),
+            ("the intruder's second table", ", ".join(b)),
+            ("records attacked (original, holdout)",
+             f"{s['n_attacks']:,}" + ("" if s["n_holdout"] is None else " each")),
+            ("synthetic datasets m", s["m"]),
+            ("nearest rows K", s["n_neighbors"]),
+        ]
+
+    _reading: ClassVar[tuple[str, str, str]] = (
+        "A record is linked when its two parts share one of their k nearest synthetic rows. "
+        "Main rate: records of the original; control rate: records of the holdout; baseline: "
+        "random rows. ", "Singling out and linkability",
+        " 'tied': share of the original's records whose k-th nearest row was as distant as the "
+        "next (equally distant rows are taken in random order).")
 
 
 @dataclass(frozen=True, repr=False)
@@ -303,32 +312,24 @@ class InferenceResult(_AttackResult):
         return "inference from " + ("every other column" if s["aux_default"]
                                     else ", ".join(next(iter(s["aux_columns"].values()))))
 
-    def summary(self) -> Summary:
-        """Header (secrets, sizes, options), the risk table and how to read it."""
+    def _summary_header(self) -> list[tuple[str, Any]]:
         s = self.settings
         known = ("every column but the secret" if s["aux_default"]
                  else ", ".join(next(iter(s["aux_columns"].values()))))
-        return Summary(
-            "Inference risk (anonymeter)",
-            header=[
-                ("secrets guessed", ", ".join(s["secrets"])),
-                ("the intruder's columns", known),
-                ("records attacked (original, holdout)",
-                 f"{s['n_attacks']:,}" + ("" if s["n_holdout"] is None
-                                          else f", {s['n_attacks_control']:,}")),
-                ("a numeric guess is right within",
-                 f"{100 * s['tolerance']:.3g} % of the guess"),
-                ("synthetic datasets m", s["m"]),
-            ],
-            tables={"risk": self._risk_table().assign(
-                tied=self.table["share_tied_main"].to_numpy())},
-            notes=[
-                "The intruder knows a target's other columns and guesses its secret as the "
-                "value of the nearest synthetic row. Main rate: targets of the original; control "
-                "rate: targets of the holdout; baseline: the values of random synthetic rows. "
-                "Risk = (main − control) / (1 − control), clipped to [0, 1] (Giomi et al. 2023; "
-                "methods page, Singling out, linkability and inference). 'tied': share of the "
-                "original's targets whose nearest row was drawn among equally distant ones.",
-            ],
-            warnings=self.structured_warnings,
-        )
+        return [
+            ("secrets guessed", ", ".join(s["secrets"])),
+            ("the intruder's columns", known),
+            ("records attacked (original, holdout)",
+             f"{s['n_attacks']:,}" + ("" if s["n_holdout"] is None
+                                      else f", {s['n_attacks_control']:,}")),
+            ("a numeric guess is right within", f"{100 * s['tolerance']:.3g} % of the guess"),
+            ("synthetic datasets m", s["m"]),
+        ]
+
+    _reading: ClassVar[tuple[str, str, str]] = (
+        "The intruder knows a target's other columns and guesses its secret as the value of "
+        "the nearest synthetic row. Main rate: targets of the original; control rate: targets "
+        "of the holdout; baseline: the values of random synthetic rows. ",
+        "Singling out, linkability and inference",
+        " 'tied': share of the original's targets whose nearest row was drawn among equally "
+        "distant ones.")

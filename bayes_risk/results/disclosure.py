@@ -17,6 +17,10 @@ from bayes_risk.results._summary import ResultWarning, Summary
 
 __all__ = ["DisclosureByTarget", "DisclosureMeasures", "ReplicatedUniques", "REPU_MEASURES"]
 
+#: where the disclosure measures come from, in their summaries' notes
+_SOURCE = ("Raab, Nowok & Dibben, 'Practical privacy metrics for synthetic data' (synthpop's "
+           "disclosure measures)")
+
 REPU_MEASURES = ("Original", "Synthetic", "Synthetic uniques in original", "Replicated uniques")
 
 
@@ -208,9 +212,8 @@ class DisclosureMeasures(RiskResult):
                   if (coded := self.settings.get("keys_coded_as_released")) else []),
             ],
             tables={"Per synthetic dataset (%)": per, "Means over datasets": means},
-            notes=["Raab, Nowok & Dibben, 'Practical privacy metrics for synthetic data' "
-                   "(synthpop's disclosure measures); repU: replicated uniques, DiSCO: "
-                   "disclosive in synthetic and correct in original."],
+            notes=[f"{_SOURCE}; repU: replicated uniques, DiSCO: disclosive in synthetic and "
+                   "correct in original."],
             warnings=self.structured_warnings,
         )
 
@@ -282,9 +285,7 @@ class DisclosureByTarget(RiskResult, Mapping):
             header=[("targets", ", ".join(self.by_target)),
                     ("synthetic datasets m", first.m if first is not None else 0)],
             tables={"Means over datasets (%)": df[cols]},
-            notes=["Each target's full result: result[target].summary(). Raab, Nowok & "
-                   "Dibben, 'Practical privacy metrics for synthetic data' (synthpop's "
-                   "disclosure measures)."],
+            notes=[f"Each target's full result: result[target].summary(). {_SOURCE}."],
             warnings=self.structured_warnings,
         )
 

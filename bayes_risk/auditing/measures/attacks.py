@@ -212,12 +212,9 @@ def attacks_section(sec: Section, s: Any, result: Any, links: Links) -> None:
           "what the control leaves: (main − control) / (1 − control), 0 when the release tells no "
           "more about its own records than about others, with its interval (Wilson score), "
           "clipped to [0, 1] as anonymeter does.")
-    sec.blocks.append(table_block(so.summary().tables["risk"], links,
-                                  step_file(s, "singling_out.csv"),
-                                  "Singling out: predicates that match exactly one synthetic row, "
-                                  "and how often they single out a record (rates)"))
-    sec.blocks.append(links.step_figure(s, "singling_out.png", "Singling-out risk per dataset "
-                                        "and mode, with its interval"))
+    _attack_blocks(sec, s, links, so, "singling_out", "Singling out: predicates that match "
+                   "exactly one synthetic row, and how often they single out a record (rates)",
+                   "Singling-out risk per dataset and mode, with its interval")
     if lk is None:
         sec.p(f"Linkability was not run: {s.extra.get('linkability_not_run')}.")
     else:
@@ -225,12 +222,9 @@ def attacks_section(sec: Section, s: Any, result: Any, links: Links) -> None:
         sec.p(f"Linkability: the intruder holds one table with {', '.join(a)} and another "
               f"with {', '.join(b)} about the same people, and links a record's two parts when "
               "they share a nearest synthetic row.")
-        sec.blocks.append(table_block(lk.summary().tables["risk"], links,
-                                      step_file(s, "linkability.csv"),
-                                      "Linkability: records relinked through the nearest synthetic "
-                                      "rows (rates)"))
-        sec.blocks.append(links.step_figure(s, "linkability.png", "Linkability risk per dataset "
-                                            "and number of neighbours, with its interval"))
+        _attack_blocks(sec, s, links, lk, "linkability", "Linkability: records relinked "
+                       "through the nearest synthetic rows (rates)", "Linkability risk per "
+                       "dataset and number of neighbours, with its interval")
     inf = s.result.get("inference")
     if inf is None:
         return
@@ -240,11 +234,18 @@ def attacks_section(sec: Section, s: Any, result: Any, links: Links) -> None:
           "equal). The Bayesian attribute risk (attribute step) asks the same question of the "
           "model's posterior; this is what one concrete intruder achieves (methods page, "
           "'Inference and the Bayesian attribute risk').")
-    sec.blocks.append(table_block(inf.summary().tables["risk"], links,
-                                  step_file(s, "inference.csv"), "Inference: secrets guessed "
-                                  "right from the nearest synthetic row (rates)"))
-    sec.blocks.append(links.step_figure(s, "inference.png", "Inference risk per dataset and "
-                                        "secret, with its interval"))
+    _attack_blocks(sec, s, links, inf, "inference", "Inference: secrets guessed right from "
+                   "the nearest synthetic row (rates)",
+                   "Inference risk per dataset and secret, with its interval")
+
+
+def _attack_blocks(sec: Section, s: Any, links: Links, res: Any, name: str, table: str,
+                   figure: str) -> None:
+    """An attack's risk table (its summary's, linked to ``name.csv``) and figure
+    (``name.png``), each with its caption."""
+    sec.blocks.append(table_block(res.summary().tables["risk"], links,
+                                  step_file(s, f"{name}.csv"), table))
+    sec.blocks.append(links.step_figure(s, f"{name}.png", figure))
 
 
 def attacks_settings(plan: AuditPlan) -> None:
