@@ -307,18 +307,19 @@ class InferenceResult(_AttackResult):
     _title: ClassVar[str] = "Inference risk"
     _by: ClassVar[str] = "secret"
 
-    def _label(self) -> str:
+    def _known(self, default: str) -> str:
+        """The intruder's columns, or ``default`` when they are every column but the secret."""
         s = self.settings
-        return "inference from " + ("every other column" if s["aux_default"]
-                                    else ", ".join(next(iter(s["aux_columns"].values()))))
+        return default if s["aux_default"] else ", ".join(next(iter(s["aux_columns"].values())))
+
+    def _label(self) -> str:
+        return "inference from " + self._known("every other column")
 
     def _summary_header(self) -> list[tuple[str, Any]]:
         s = self.settings
-        known = ("every column but the secret" if s["aux_default"]
-                 else ", ".join(next(iter(s["aux_columns"].values()))))
         return [
             ("secrets guessed", ", ".join(s["secrets"])),
-            ("the intruder's columns", known),
+            ("the intruder's columns", self._known("every column but the secret")),
             ("records attacked (original, holdout)",
              f"{s['n_attacks']:,}" + ("" if s["n_holdout"] is None
                                       else f", {s['n_attacks_control']:,}")),
