@@ -169,8 +169,8 @@ class IdentificationResult(RiskResult):
         if self.per_dataset is None:
             return self.records
         cols: dict[str, Any] = {
-            "target": self.target_ids,
-            "IR": self.record_IR,
+            "target": np.array(self.target_ids),  # the table's own, as the sums below
+            "IR": np.array(self.record_IR),
             "c_mean": _row_sums(self.c, np.float64) / self.c.shape[1],
             "T_datasets": _row_sums(self.T, np.int64),
             "K_datasets": _row_sums(self.K, np.int64),
@@ -179,7 +179,7 @@ class IdentificationResult(RiskResult):
         }
         if self.settings.get("membership") == "unknown":
             cols["p_out_mean"] = self.p_out.mean(axis=1)
-        # the columns as they are, not copied into one block per type (0.05 s at 10^6 targets)
+        # arrays of its own, not copied again into one block per type (0.05 s at 10^6 targets)
         return pd.DataFrame(cols, copy=False)
 
     def to_dict(self, records: bool = False) -> dict[str, Any]:
