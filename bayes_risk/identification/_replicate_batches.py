@@ -18,7 +18,7 @@ from bayes_risk.exceptions import SchemaError
 from bayes_risk.identification import engine
 from bayes_risk.identification.encoding import (
     check_missing_radius,
-    radius_values,
+    radius_table,
     stack_columns,
 )
 from bayes_risk.identification.fallback import fallback_sets, merge_target_major
@@ -335,8 +335,7 @@ class Recoder:
         what = "posterior replicates"
         rep_exact = [stack_columns([encs[c](z[c], what) for c in rule.exact_s], n)
                      for z in batch]
-        rep_radius = [stack_columns([radius_values(z[c], c, what) for c in rule.radius_s], n,
-                                    axis=0, dtype=np.float64) for z in batch]
+        rep_radius = [radius_table(z, rule.radius_s, n, what) for z in batch]
         check_missing_radius(rule, {c: any(np.isinf(v[j]).any() for v in rep_radius)
                                     for j, c in enumerate(rule.radius_s)},
                              p0.data.missing_known)

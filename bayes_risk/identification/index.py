@@ -198,10 +198,12 @@ def mixed_radix(codes: np.ndarray, sizes: Sequence[int], narrow: bool = False) -
             code="PROBLEM_TOO_LARGE"
         )
     stride = 1
+    bad = codes[:, 0] < 0
     for j, d in enumerate(sizes):
         key += codes[:, j].astype(kt) * kt(stride)
         stride *= max(int(d), 1)
-    key[(codes < 0).any(axis=1)] = -1
+        bad |= codes[:, j] < 0  # a column at a time: any(axis=1) walks each row's e codes (8x)
+    key[bad] = -1
     return key
 
 
@@ -509,17 +511,22 @@ class ReplicateIndex:
 
     def own(self, tgt_key: np.ndarray, b: TargetBounds, rec: np.ndarray) -> np.ndarray:
         """Whether each target's own record (``rec >= 0``) is in its match set."""
-        ok = rec >= 0
-        k = np.where(ok, rec, 0)
-        m = ok & (tgt_key >= 0) & (self.key[k] == tgt_key)
-        q = self.vals.shape[0]
-        for j in range(q):
-            v = self.vals[j, k]
-            m &= (v >= b.lo[:, j]) & (v <= b.hi[:, j])
-        if b.ellipse and q:
-            m &= _in_ellipse([self.vals[j, k] for j in range(q)], list(b.centre.T),
-                             list(b.scale.T), b.strict)
-        return m
+        return own_flags(self.key, self.vals, tgt_key, b, rec)
+
+
+def own_flags(rec_key: np.ndarray, vals: np.ndarray | Sequence[np.ndarray], tgt_key: np.ndarray,
+              b: TargetBounds, rec: np.ndarray) -> np.ndarray:
+    """Whether each target's own record (``rec >= 0``) is in its match set among records of
+    keys ``rec_key`` and radius values ``vals`` (one array a column)."""
+    ok = rec >= 0
+    k = np.where(ok, rec, 0)
+    m = ok & (tgt_key >= 0) & (rec_key[k] == tgt_key)
+    v = [col[k] for col in vals]
+    for j, x in enumerate(v):
+        m &= (x >= b.lo[:, j]) & (x <= b.hi[:, j])
+    if b.ellipse and v:
+        m &= _in_ellipse(v, list(b.centre.T), list(b.scale.T), b.strict)
+    return m
 
 
 #: radius columns a window is counted over without a scan (an offline range count)

@@ -30,6 +30,15 @@ def _int64(res: IdentificationResult, *names: str) -> dict[str, np.ndarray]:
     return {k: getattr(res, k).ravel().astype(np.int64) for k in names}
 
 
+def _row_sums(a: np.ndarray, dtype: type) -> np.ndarray:
+    """``a.sum(axis=1, dtype=dtype)`` of an integer or 0/1 table ``[N_T, m]``, exact, a
+    column at a time (numpy's sum walks each row's m values: 4x slower at m = 5)."""
+    out = np.zeros(a.shape[0], dtype=dtype)
+    for j in range(a.shape[1]):
+        out += a[:, j]
+    return out
+
+
 @dataclass(frozen=True, repr=False)
 class IdentificationResult(RiskResult):
     """Identification risk of a release (Hu 2019 §4; :doc:`/methods/identification`).
@@ -160,17 +169,18 @@ class IdentificationResult(RiskResult):
         if self.per_dataset is None:
             return self.records
         cols: dict[str, Any] = {
-            "target": self.target_ids,
-            "IR": self.record_IR,
-            "c_mean": self.c.mean(axis=1),
-            "T_datasets": self.T.sum(axis=1),
-            "K_datasets": self.K.sum(axis=1),
-            "W_datasets": self.W.sum(axis=1),
-            "declared_datasets": self.declared.sum(axis=1),
+            "target": np.array(self.target_ids),  # the table's own, as the sums below
+            "IR": np.array(self.record_IR),
+            "c_mean": _row_sums(self.c, np.float64) / self.c.shape[1],
+            "T_datasets": _row_sums(self.T, np.int64),
+            "K_datasets": _row_sums(self.K, np.int64),
+            "W_datasets": _row_sums(self.W, np.int64),
+            "declared_datasets": _row_sums(self.declared, np.int64),
         }
         if self.settings.get("membership") == "unknown":
             cols["p_out_mean"] = self.p_out.mean(axis=1)
-        return pd.DataFrame(cols)
+        # arrays of its own, not copied again into one block per type (0.05 s at 10^6 targets)
+        return pd.DataFrame(cols, copy=False)
 
     def to_dict(self, records: bool = False) -> dict[str, Any]:
         """JSON-safe dictionary: ``summary.json`` of ``bayes-risk identification``."""

@@ -149,6 +149,29 @@ def test_read_synthetic_shares_unchanged_columns_with_like(tmp_path):
     assert not np.shares_memory(plain[0]["a"].to_numpy(), like["a"].to_numpy())
 
 
+def test_columns_not_shared_are_copied_only_out_of_a_block_with_a_shared_one():
+    # issue 88: a column not shared with the original is taken as read where the array holding
+    # it holds nothing else (at 10^6 rows the copies of five datasets' two synthesized columns
+    # took 0.13 s of CPU), and copied where a view would keep a shared column's block alive
+    from bayes_risk.data.io import share_unchanged_columns
+
+    n = 6
+    like = pd.DataFrame({"a": np.arange(n), "x": np.linspace(0.0, 1.0, n)})
+    table = pd.DataFrame({"a": np.arange(n), "w": 2 * np.arange(n), "x": np.linspace(0.0, 1.0, n),
+                          "u": np.ones(n, dtype=np.float32), "v": np.zeros(n, dtype=np.float32)})
+    out = share_unchanged_columns(table, like)
+    pd.testing.assert_frame_equal(out, table)
+
+    def shares(a, b, c):
+        return np.shares_memory(a[c].to_numpy(), b[c].to_numpy())
+
+    assert shares(out, like, "a") and shares(out, like, "x")
+    assert not shares(out, table, "w")  # its block holds the table's own "a"
+    assert shares(out, table, "u") and shares(out, table, "v")  # a block of their own
+    out.loc[0, "u"] = 5.0  # copy-on-write: the table read is left alone
+    assert table.loc[0, "u"] == 1.0
+
+
 def test_repr_is_compact_in_a_notebook():
     """Issue 92: a release's repr dumped every dataset, the settings and the schema (66 lines,
     6,000 characters); as pandas, xarray and ArviZ, it describes the object in a few lines."""

@@ -248,7 +248,7 @@ def test_value_orders_sort_as_argsort(dtype):
 
 # window bounds and values drawn from a few numbers (ties, values equal to bounds), signed zeros
 # and the infinities (a missing value is +inf, its window [inf, inf]); no NaN: a NaN bound
-# leaves the column uncoded and a value is never NaN (radius_values)
+# leaves the column uncoded and a value is never NaN (radius_table)
 _CODED = st.one_of(st.sampled_from([0.0, -0.0, 1.0, -1.0, 2.5, np.inf, -np.inf, 1e-300]),
                    st.integers(-3, 3).map(float), st.floats(-1e6, 1e6, allow_nan=False))
 
