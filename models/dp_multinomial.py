@@ -27,7 +27,7 @@ from bayes_risk._constraints import Interval, OneOf, check_params
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk.contract import ModelInfo
 from bayes_risk.data.schema import Schema
-from bayes_risk.data.synthetic import SyntheticData
+from bayes_risk.data.synthetic import SyntheticData, as_frames
 from bayes_risk.exceptions import NotSupportedError, SchemaError, ValidationError, arg_name
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models._bayesian.posterior import PosteriorVariable
@@ -327,8 +327,7 @@ class DPMultinomial(BayesianSynthesizer):
                        draw_indices: Any = None) -> np.ndarray:
         """``[H, m]`` array of ``Σ_i log θ_h[cell(z_i)] = c_Z · log θ_h``."""
         self._check_fitted("dataset_loglik")
-        frames = ([synthetic] if isinstance(synthetic, pd.DataFrame)
-                  else list(getattr(synthetic, "datasets", synthetic)))
+        frames = as_frames(synthetic)
         logt = self.state_.log_theta[self._draw_indices(draw_indices)]
         out = np.empty((logt.shape[0], len(frames)))
         for l, z in enumerate(frames):

@@ -17,13 +17,12 @@ import pandas as pd
 
 from bayes_risk._constraints import Flag, Interval, Requires, check_relations, check_value
 from bayes_risk._io import to_jsonable
-from bayes_risk._rng import RandomSeed, seed_to_json, spawn
+from bayes_risk._rng import RandomSeed, spawn
 from bayes_risk.data.fingerprint import fingerprint_problem, fingerprint_record
 from bayes_risk.data.levels import drop_unused_levels
 from bayes_risk.data.normalise import check_not_empty
-from bayes_risk.data.provenance import model_id
 from bayes_risk.data.schema import SCHEMA, Schema, infer_schema
-from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
+from bayes_risk.data.synthetic import SyntheticData, model_release
 from bayes_risk.data.validate import (
     check_m,
     require_categorical,
@@ -486,21 +485,11 @@ class BayesianSynthesizer(GroupedSettingsSynthesizer, metaclass=ABCMeta):
             If ``m`` is not an integer in ``1..H``.
         """
         idx, rngs, random_seed = self._synthesis_plan(m, random_seed)
-        return SyntheticData(
-            datasets=self._synthesize_many(idx, rngs, self.data_),
-            method=self.method_name,
-            settings=to_jsonable(self.saved_settings()),
-            random_seed=seed_to_json(random_seed),
-            draw_index=[int(h) for h in idx],
-            schema=self.schema_,
-            synthesized_records=self.synthesized_records_,
+        return model_release(
+            self, self._synthesize_many(idx, rngs, self.data_), random_seed=random_seed,
+            draw_index=[int(h) for h in idx], records=self.synthesized_records_,
             extra={"model_class": self.model_class, "ratio_form": self.ratio_form},
-            original_fingerprint=getattr(self, "original_fingerprint_", None),
-            model_id=model_id(self),
-            generation=generation_from_roles(self.schema_, self.synthesized_records_),
-            proper=True,
-            imputed_columns=getattr(self, "imputed_columns_", None),
-        )
+            proper=True, imputed_columns=getattr(self, "imputed_columns_", None))
 
     def posterior_replicates(
         self,

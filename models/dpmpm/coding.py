@@ -48,6 +48,15 @@ def encode(schema: Schema, df: pd.DataFrame, *, name: str = "records") -> np.nda
     return out
 
 
+def refuse_unknown_levels(schema: Schema, codes: np.ndarray, *, code: str) -> None:
+    """Raise ``SchemaError`` (``code``) naming the first record of ``codes`` (from
+    :func:`encode` of ``records``) with a level the model was not fitted with."""
+    if np.any(codes == UNKNOWN):
+        i, j = np.argwhere(codes == UNKNOWN)[0]
+        raise SchemaError(f"records: row {i} has a level of column {schema.names[j]!r} the "
+                          "model was not fitted with.", code=code)
+
+
 def encode_dataset(schema: Schema, z: pd.DataFrame, l: int, n: int) -> np.ndarray:
     """Codes of released dataset ``l`` (0-based), which must have the model's ``n`` rows."""
     if len(z) != n:

@@ -16,14 +16,12 @@ import pandas as pd
 from bayes_risk.exceptions import (
     CALLER,
     ConvergenceWarning,
-    SchemaError,
     arg_name,
     has_option,
 )
 from bayes_risk.models._bayesian.records import stacked_values
-from bayes_risk.models.dpmpm.coding import encode
+from bayes_risk.models.dpmpm.coding import encode, refuse_unknown_levels
 from bayes_risk.models.dpmpm.state import DPMPMState
-from bayes_risk.models.dpmpm.zeros import UNKNOWN
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
@@ -99,13 +97,7 @@ def observed_codes(state: DPMPMState, records: pd.DataFrame) -> np.ndarray:
     """Codes of ``records`` as observed data of :meth:`DPMPM.pymc_model` (``UNKNOWN_LEVEL`` for a
     level the model was not fitted with)."""
     codes = encode(state.schema, records)
-    if np.any(codes == UNKNOWN):
-        i, j = np.argwhere(codes == UNKNOWN)[0]
-        raise SchemaError(
-            f"records: row {i} has a level of column {state.schema.names[j]!r} the model "
-            "was not fitted with.",
-            code="UNKNOWN_LEVEL",
-        )
+    refuse_unknown_levels(state.schema, codes, code="UNKNOWN_LEVEL")
     return codes
 
 

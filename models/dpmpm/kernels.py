@@ -420,16 +420,7 @@ def _lse_row(a_codes, a_use, b_codes, b_use, offsets, logphi_h, log_pi_h, i, w):
                 row = offsets[j] + c
                 for k in range(K):
                     w[k] += logphi_h[row, k]
-    mx = -np.inf
-    for k in range(K):
-        if w[k] > mx:
-            mx = w[k]
-    if mx == -np.inf:
-        return -np.inf
-    s = 0.0
-    for k in range(K):
-        s += math.exp(w[k] - mx)
-    return mx + math.log(s)
+    return _lse_vec(w[:K])
 
 
 @njit(cache=True)

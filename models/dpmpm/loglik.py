@@ -9,8 +9,14 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._constraints import InstanceOf, Interval, check_value
+from bayes_risk.data.synthetic import as_frames
 from bayes_risk.exceptions import SchemaError, ValidationError
-from bayes_risk.models.dpmpm.coding import class_logw, encode, encode_dataset
+from bayes_risk.models.dpmpm.coding import (
+    class_logw,
+    encode,
+    encode_dataset,
+    refuse_unknown_levels,
+)
 from bayes_risk.models.dpmpm.state import DPMPMState
 from bayes_risk.models.dpmpm.zeros import UNKNOWN
 
@@ -41,9 +47,7 @@ def dataset_loglik(state: DPMPMState, synthetic: Any, idx: np.ndarray | None, *,
     (``posterior_class``)."""
     import bayes_risk.models.dpmpm.kernels as kern
 
-    if isinstance(synthetic, pd.DataFrame):
-        synthetic = [synthetic]
-    synthetic = list(synthetic)
+    synthetic = as_frames(synthetic)
     lp, lpi, ph = state.draws(idx)
     if state.zeros is not None:
         import bayes_risk.models.dpmpm.zeros_loglik as zl
@@ -83,9 +87,7 @@ def own_record_delta(state: DPMPMState, record: Any, candidates: pd.DataFrame, s
                      synthesized_records: np.ndarray | None, data: pd.DataFrame | None
                      ) -> np.ndarray:
     """``[H, m, G]`` own-record term (:meth:`DPMPM.own_record_delta`) of the draws ``idx``."""
-    if isinstance(synthetic, pd.DataFrame):
-        synthetic = [synthetic]
-    synthetic = list(synthetic)
+    synthetic = as_frames(synthetic)
     G = len(candidates)
     out = np.zeros((len(idx), len(synthetic), G))
     if mode != "posterior_class":
@@ -155,13 +157,7 @@ def neighbourhood_loglik(
             "sets need complete records.",
             code="MISSING_VALUES",
         )
-    if np.any(codes == UNKNOWN):
-        i, j = np.argwhere(codes == UNKNOWN)[0]
-        raise SchemaError(
-            f"records: row {i} has a level of column {state.schema.names[j]!r} the model was "
-            "not fitted with.",
-            code="TRUTH_OUTSIDE_SUPPORT",
-        )
+    refuse_unknown_levels(state.schema, codes, code="TRUTH_OUTSIDE_SUPPORT")
     lp, lpi, ph = state.draws(idx)
     syn_cols = np.flatnonzero(state.synthesized).astype(np.int64)
     G = neighbourhood_size(state)

@@ -11,7 +11,7 @@ import pandas as pd
 
 import bayes_risk.models.poisson.kernels as pk
 from bayes_risk._constraints import Interval, Options, check_value
-from bayes_risk.data.synthetic import SyntheticData
+from bayes_risk.data.synthetic import SyntheticData, as_frames
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models._bayesian.design import NeighbourhoodUnavailable
 from bayes_risk.models.poisson.fit import LATENT_GROUP
@@ -38,14 +38,6 @@ def neighbourhood_unavailable() -> NeighbourhoodUnavailable:
         "instead.",
         code="WRONG_DTYPE"
     )
-
-
-def as_frames(synthetic: Any) -> list[pd.DataFrame]:
-    if isinstance(synthetic, SyntheticData):
-        return list(synthetic.datasets)
-    if isinstance(synthetic, pd.DataFrame):
-        return [synthetic]
-    return list(synthetic)
 
 
 def synthetic_counts(state: PoissonState, synthetic: Any) -> list[np.ndarray]:

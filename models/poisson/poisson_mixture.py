@@ -19,11 +19,11 @@ import bayes_risk.models.poisson.largest as _largest
 import bayes_risk.models.poisson.loglik as _loglik
 import bayes_risk.models.poisson.posterior as _posterior
 import bayes_risk.models.poisson.synthesis as _synthesis
-from bayes_risk._constraints import Interval, Options, check_params
+from bayes_risk._constraints import Interval, Options, Requires, check_params
 from bayes_risk._rng import RandomSeed
 from bayes_risk.contract import ModelInfo
 from bayes_risk.data.schema import Schema
-from bayes_risk.exceptions import SchemaError, ValidationError, on_command_line
+from bayes_risk.exceptions import SchemaError, on_command_line
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models._bayesian.posterior import PosteriorDims, PosteriorVariable
 from bayes_risk.models._bayesian.sampling import Sampling, run_pymc
@@ -51,6 +51,9 @@ _SETTINGS = {
     "a_lambda": _POSITIVE, "a_alpha": _POSITIVE, "b_alpha": _POSITIVE,
     "b_lambda": [_POSITIVE, None], "q": Interval(float, 0, 1, closed="right"),
 }
+_RELATIONS = (Requires("synthesis_mode", "variant", when=("posterior_class",), equal=("mp",),
+                       why="MM and TCMM always use the sampled memberships",
+                       code="INVALID_ARGUMENT"),)
 _OVERDISPERSED = ("prior", "spread", "few")
 
 
@@ -181,13 +184,7 @@ class PoissonMixture(BayesianSynthesizer):
         return "P" if (self.variant == "mp" and self.synthesis_mode == "marginal") else "O"
 
     def _check_settings(self) -> None:
-        check_params(self, _SETTINGS)
-        if self.variant != "mp" and self.synthesis_mode != "marginal":
-            raise ValidationError(
-                f"synthesis_mode applies to variant 'mp' only (MM and TCMM always use the "
-                f"sampled memberships); got synthesis_mode={self.synthesis_mode!r} with "
-                f"variant={self.variant!r}."
-            )
+        check_params(self, _SETTINGS, relations=_RELATIONS)
 
     def _starts(self) -> tuple[str, ...]:
         """How the Gibbs chains start, cycled over them (``starts``)."""

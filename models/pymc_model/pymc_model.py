@@ -24,7 +24,7 @@ from bayes_risk._constraints import InstanceOf, Interval, SequenceOf, check_valu
 from bayes_risk._rng import RandomSeed
 from bayes_risk.contract import ModelInfo
 from bayes_risk.data.schema import Schema
-from bayes_risk.data.synthetic import SyntheticData
+from bayes_risk.data.synthetic import SyntheticData, as_frames
 from bayes_risk.exceptions import CALLER, ConvergenceWarning, ValidationError
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models._bayesian.design import output_column
@@ -408,12 +408,7 @@ class PyMCSynthesizer(BayesianSynthesizer):
         """``[H, m]`` ``log p(Z_(l) | Θ_h)``: the synthesized records' log-likelihoods summed
         (class P)."""
         self._check_fitted("dataset_loglik")
-        if isinstance(synthetic, SyntheticData):
-            frames = list(synthetic.datasets)
-        elif isinstance(synthetic, pd.DataFrame):
-            frames = [synthetic]
-        else:
-            frames = list(synthetic)
+        frames = as_frames(synthetic)
         idx = self._draw_indices(draw_indices)
         comp = self.state_.loglik
         values = [self._values(self._synthesized_part(z, name=f"synthetic dataset {li + 1}"),

@@ -19,7 +19,7 @@ from bayes_risk._constraints import Options, Within, check_relations, check_valu
 from bayes_risk._rng import RandomSeed, spawn
 from bayes_risk.contract import ModelInfo
 from bayes_risk.data.schema import Schema
-from bayes_risk.data.synthetic import SyntheticData
+from bayes_risk.data.synthetic import SyntheticData, as_frames
 from bayes_risk.data.validate import require_synthesized
 from bayes_risk.exceptions import CALLER, ConvergenceWarning, ValidationError
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
@@ -475,12 +475,7 @@ class SequentialRegression(BayesianSynthesizer):
     ) -> np.ndarray:
         """``[H, m]`` ``log p(Z_(l) | Θ_h)`` over the synthesized records (class P)."""
         self._check_fitted()
-        if isinstance(synthetic, SyntheticData):
-            frames = list(synthetic.datasets)
-        elif isinstance(synthetic, pd.DataFrame):
-            frames = [synthetic]
-        else:
-            frames = list(synthetic)
+        frames = as_frames(synthetic)
         idx = self._draw_indices(draw_indices)
         frames = [self._synthesized_part(z, name=f"synthetic dataset {l + 1}")
                   for l, z in enumerate(frames)]

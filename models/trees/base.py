@@ -14,13 +14,12 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._constraints import check_value
-from bayes_risk._rng import RandomSeed, seed_to_json, spawn
+from bayes_risk._rng import RandomSeed, spawn
 from bayes_risk._specs import fold_fields
 from bayes_risk._tree_spec import TreeOptions
+from bayes_risk.contract import ModelInfo
 from bayes_risk.data.fingerprint import fingerprint_record
-from bayes_risk.data.provenance import model_id
 from bayes_risk.data.schema import SCHEMA, Schema, infer_schema
-from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
 from bayes_risk.data.validate import check_m, record_mask, require_frame, validate_table
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.base import check_is_fitted, synthesized_columns
@@ -28,7 +27,13 @@ from bayes_risk.models.persistence import load_trees, save_trees
 from bayes_risk.models.settings_group import TREES, GroupedSettingsSynthesizer
 from bayes_risk.models.trees.io import check_visit_sequence
 
-__all__ = ["TreeSynthesizer", "prepare_schema", "records_mask"]
+__all__ = ["SEQUENTIAL_TREES", "TreeSynthesizer", "prepare_schema", "records_mask"]
+
+#: what CART and random forests declare: a tree per synthesized column in a visit order,
+#: chosen records replaced; numeric columns take leaf donors' values unless smoothed (the
+#: audit's smoothing remedy)
+SEQUENTIAL_TREES = ModelInfo(partial_synthesis=True, required=("synthesized",),
+                             visit_order=True, releases_donor_values=True)
 
 
 def records_mask(records: Any, n: int, argument: str = "records") -> np.ndarray:
@@ -121,21 +126,6 @@ class TreeSynthesizer(GroupedSettingsSynthesizer):
         m = check_m(m)
         random_seed = self._seed(random_seed)
         return m, random_seed, spawn(random_seed, m)
-
-    def _make_release(self, datasets: list[pd.DataFrame], random_seed: RandomSeed,
-                      records: np.ndarray, extra: dict[str, Any], *,
-                      proper: bool = False, imputed: list[str] | None = None) -> SyntheticData:
-        """The release of ``datasets`` with its provenance (``imputed``: columns with filled
-        empty cells)."""
-        return SyntheticData(
-            datasets=datasets, method=self.method_name, settings=self.release_settings(),
-            random_seed=seed_to_json(random_seed), schema=self.schema_,
-            synthesized_records=records.copy(), extra=extra,
-            original_fingerprint=getattr(self, "original_fingerprint_", None),
-            model_id=model_id(self), generation=generation_from_roles(self.schema_, records),
-            # CART and forests synthesize missing values as values, never filled in
-            imputed_columns=list(imputed or []), proper=proper,
-        )
 
     def persisted_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """The fitted state a saved folder keeps besides the fitted table (``model.json``'s

@@ -16,12 +16,12 @@ import bayes_risk.models.trees.cart_synthesis as _synthesis
 from bayes_risk._rng import RandomSeed
 from bayes_risk._terminal import progress
 from bayes_risk._tree_spec import CART_TREES, TreeOptions
-from bayes_risk.contract import ModelInfo, available_if
+from bayes_risk.contract import available_if
 from bayes_risk.data.schema import Schema
-from bayes_risk.data.synthetic import SyntheticData
+from bayes_risk.data.synthetic import SyntheticData, model_release
 from bayes_risk.exceptions import NotSupportedError
 from bayes_risk.models.base import FittedAttribute, check_is_fitted
-from bayes_risk.models.trees.base import TreeSynthesizer
+from bayes_risk.models.trees.base import SEQUENTIAL_TREES, TreeSynthesizer
 from bayes_risk.models.trees.cart_leaf import kernel_log_terms, polya_logprob, truncated_kde_logpdf
 from bayes_risk.models.trees.cart_state import CARTState
 from bayes_risk.models.trees.spec import SynthesisSpec
@@ -99,8 +99,7 @@ class CARTSynthesizer(TreeSynthesizer):
     #: the plug-in likelihood is exact given the splits: membership risk is derived from it
     exact_plugin: ClassVar[bool] = True
     _fitted_attribute: ClassVar[str] = "trees_"
-    info = ModelInfo(partial_synthesis=True, required=("synthesized",), visit_order=True,
-                     releases_donor_values=True)
+    info = SEQUENTIAL_TREES
 
     tree_defaults = CART_TREES
 
@@ -148,8 +147,10 @@ class CARTSynthesizer(TreeSynthesizer):
                  "unroutable": [o[1] for o in out], "unroutable_rule": self.unroutable,
                  "fit_call": self.fit_call_}
         # the per-leaf Bayesian bootstrap draws each dataset's leaf distributions anew
-        return self._make_release([o[0] for o in out], random_seed, self.records_, extra,
-                                  proper=self.donor == "bayes_bootstrap")
+        # missing values are synthesized as values, never filled in
+        return model_release(self, [o[0] for o in out], random_seed=random_seed,
+                             records=self.records_.copy(), extra=extra,
+                             proper=self.donor == "bayes_bootstrap", imputed_columns=[])
 
     def persisted_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         return _io.cart_state(self.state_, self.fit_call_, self.n_records_)

@@ -25,7 +25,7 @@ from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk._terminal import progress
 from bayes_risk.contract import ModelInfo
 from bayes_risk.data.schema import SCHEMA, Schema, infer_schema
-from bayes_risk.data.synthetic import SyntheticData
+from bayes_risk.data.synthetic import SyntheticData, model_release
 from bayes_risk.data.validate import require_frame, require_synthesized, validate_table
 from bayes_risk.exceptions import CALLER, ConvergenceWarning, DataWarning, ValidationError
 from bayes_risk.models.base import FittedAttribute, synthesized_columns
@@ -425,8 +425,9 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
             "sensitive_cells": cells.astype(object).to_dict(orient="records"),
             "min_cell_count_before": int(self.min_cell_count_before_),
             "min_cell_count_after": after, "unmatched": unmatched, "warnings": codes}
-        return self._make_release(datasets, random_seed, self.recipients_, extra,
-                                  imputed=filled)
+        return model_release(self, datasets, random_seed=random_seed,
+                             records=self.recipients_.copy(), extra=extra, proper=False,
+                             imputed_columns=filled)
 
     def _synthesize_one(self, rng: np.random.Generator) -> tuple[pd.DataFrame, list[int]]:
         z = self._data.copy()

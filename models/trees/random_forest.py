@@ -20,14 +20,14 @@ from bayes_risk._constraints import (
 from bayes_risk._rng import RandomSeed, as_generator, replayable_seed, spawn
 from bayes_risk._terminal import progress
 from bayes_risk._tree_spec import FOREST_TREES, TreeOptions
-from bayes_risk.contract import ModelInfo
 from bayes_risk.data.levels import drop_unused_levels
 from bayes_risk.data.schema import Schema
-from bayes_risk.data.synthetic import SyntheticData
+from bayes_risk.data.synthetic import SyntheticData, model_release
 from bayes_risk.data.validate import require_synthesized
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.base import FittedAttribute, check_is_fitted
 from bayes_risk.models.trees.base import (
+    SEQUENTIAL_TREES,
     TreeSynthesizer,
     prepare_schema,
 )
@@ -127,9 +127,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
     #: the plug-in likelihood is approximate: no membership ratio is derived from it
     exact_plugin: ClassVar[bool] = False
     _fitted_attribute: ClassVar[str] = "forests_"
-    # numeric columns take leaf donors' values unless smoothed (the audit's smoothing remedy)
-    info = ModelInfo(partial_synthesis=True, required=("synthesized",), visit_order=True,
-                     releases_donor_values=True)
+    info = SEQUENTIAL_TREES
 
     tree_defaults = FOREST_TREES
     # as saved folders and releases have always held them (their identity hashes them)
@@ -448,7 +446,9 @@ class RandomForestSynthesizer(TreeSynthesizer):
             range(m), total=m, description="RF synthesis", unit="datasets",
             enabled=self.progressbar)]
         union = np.logical_or.reduce(list(self.records_.values()))
-        return self._make_release(datasets, random_seed, union, {
+        # missing values are synthesized as values, never filled in
+        return model_release(self, datasets, random_seed=random_seed, records=union,
+                             proper=False, imputed_columns=[], extra={
             "visit_sequence": list(self.visit_sequence_), "procedure": self.procedure,
             "predictors": {k: list(v) for k, v in self.predictors_.items()},
             "n_trees": dict(self.n_trees_),

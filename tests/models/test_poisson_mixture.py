@@ -702,7 +702,8 @@ def test_errors(data, mp):
         PoissonMixture(variant="tcmm", q=1.5).fit(data)
     with pytest.raises(ValidationError, match="n_components"):
         PoissonMixture(n_components=0).fit(data)
-    with pytest.raises(ValidationError, match="synthesis_mode applies to variant 'mp'"):
+    with pytest.raises(ValidationError,
+                       match="synthesis_mode='posterior_class' needs variant='mp'"):
         PoissonMixture(variant="mm", synthesis_mode="posterior_class").fit(data)
     with pytest.raises(NotFittedError):
         PoissonMixture().record_loglik(data)

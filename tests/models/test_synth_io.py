@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bayes_risk.data import infer_schema, make_ce_like
+from bayes_risk.data import SyntheticData, infer_schema, make_ce_like
 from bayes_risk.exceptions import DataWarning, ValidationError
 from bayes_risk.models import (
     CARTSynthesizer,
@@ -69,6 +69,24 @@ CASES = [
     pytest.param(lambda: SmallCellPMMSynthesizer(
         identifying=["Urban", "Marital", "Tenure"], threshold=3, random_seed=1), None, id="pmm"),
 ]
+
+
+@pytest.mark.parametrize(("make", "cols"), CASES)
+def test_release_holds_what_it_reads_back(ce, tmp_path, make, cols):
+    """A tree release's manifest is the one a Bayesian model's is (``model_release``): its
+    settings as the saved folder holds them, and the same fields after writing and reading."""
+    df, schema = ce
+    model = make().fit(df, schema=schema, synthesized=cols)
+    z = _quiet_synthesize(model, 2, 7)
+    assert z.settings == model.saved_settings()
+    assert z.random_seed == 7 and z.method == model.method_name and z.model_id
+    assert z.synthesized_records is not getattr(model, "records_", None)
+    z.save(tmp_path / "release")
+    back = SyntheticData.load(tmp_path / "release")
+    assert np.array_equal(back.synthesized_records, z.synthesized_records)
+    fields = ("settings", "random_seed", "method", "generation", "proper", "imputed_columns",
+              "model_id", "original_fingerprint")
+    assert [getattr(back, f) for f in fields] == [getattr(z, f) for f in fields]
 
 
 @pytest.mark.parametrize(("make", "cols"), CASES)
