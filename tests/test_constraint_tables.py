@@ -527,7 +527,7 @@ RELATION_ENTRIES: dict[str, Callable[..., Any]] = {
             "Age", [d[["Age", "Educ"]]], **v),
     "bayes_risk.models.seqreg.seqreg._RELATIONS":
         lambda d, **v: _fit("SequentialRegression", d, ["Age", "Income"], **v),
-    "bayes_risk.attribute.run._RELATIONS": _attribute_run,
+    "bayes_risk.attribute.run.RELATIONS": _attribute_run,
     "bayes_risk.identification.run._RELATIONS": _identification_run,
     "bayes_risk.disclosure.run._RELATIONS": _disclosure_run,
     "bayes_risk.disclosure.remedy._RELATIONS":

@@ -19,7 +19,7 @@ from bayes_risk.attribute.largest_value import largest_value_risk
 from bayes_risk.attribute.specs import LARGEST_VALUE_SCENARIOS, SCENARIOS
 from bayes_risk.results.attribute import EVIDENCE_FACTOR
 
-__all__ = ["AttributeRun", "attribute_run", "ATTRIBUTE_FIGURES"]
+__all__ = ["AttributeRun", "attribute_run", "ATTRIBUTE_FIGURES", "RELATIONS"]
 
 # (plot kind of AttributeRiskResult, file name written by `bayes-risk attribute`, caption)
 ATTRIBUTE_FIGURES = (
@@ -34,7 +34,7 @@ ATTRIBUTE_FIGURES = (
 _LARGEST = LARGEST_VALUE_SCENARIOS
 #: the run's arguments against each other (``scenario``: its kind; ``column``, ``upper``,
 #: ``delta``, ``total_known``: those of ``largest_value``), checked before any work
-_RELATIONS = (
+RELATIONS = (
     Requires("known_sweep", "scenario", equal=("worst_case",), why="it sets the known columns "
              "of every subset itself; the empty subset is the worst case"),
     Requires("known_curve", "scenario", equal=("worst_case",), why="it sets the known records "
@@ -194,7 +194,7 @@ def attribute_run(
     Raises
     ------
     ValidationError
-        Arguments that do not go together (:data:`_RELATIONS`), before any work: a sweep or a
+        Arguments that do not go together (:data:`RELATIONS`), before any work: a sweep or a
         curve beside another scenario than the worst case, ``max_size`` without
         ``known_sweep`` (or more than its columns), ``records`` beside a largest-value
         scenario, the arguments of ``largest_value`` with another scenario; a share of
@@ -203,7 +203,7 @@ def attribute_run(
     check_params({"known_curve": known_curve, "curve_seed": curve_seed, "known_sweep": known_sweep,
                   "max_size": max_size, "records": options.get("records"),
                   "scenario": getattr(scenario, "kind", scenario), **(largest_value or {})},
-                 argument_checks(attribute_run), relations=_RELATIONS)
+                 argument_checks(attribute_run), relations=RELATIONS)
     if known_sweep:  # before the run the sweep follows
         check_max_size(max_size, known_sweep, "known_sweep")
     if isinstance(scenario, str) and scenario in LARGEST_VALUE_SCENARIOS:

@@ -66,6 +66,14 @@ def _given_scenario(args: argparse.Namespace) -> str:
                              "known-records" if by_records else "worst-case")
 
 
+def _check(args: argparse.Namespace) -> None:
+    """The run's relations (the library's), on the options before any file is read or any
+    synthesizer refitted."""
+    from bayes_risk.attribute.run import RELATIONS
+
+    check_relations({**vars(args), "scenario": _given_scenario(args).replace("-", "_")}, RELATIONS)
+
+
 def _scenario(args: argparse.Namespace, read: dict[str, Any]) -> Any:
     """``--scenario`` (implied by the options that go with it) as the API's ``ScenarioSpec``,
     or the name of a largest-value scenario."""
@@ -115,7 +123,7 @@ def _candidates(args: argparse.Namespace, read: dict[str, Any]) -> Any:
 #: attribute_run of --model (else the release's plug-in), ORIGINAL and SYN: the scenario's run
 #: with the knowledge sweep and the known-records curve given, or a largest-value intruder
 RUN = Run(
-    "bayes_risk.attribute.run:attribute_run", passes=(ATTRIBUTE_RISK,),
+    "bayes_risk.attribute.run:attribute_run", passes=(ATTRIBUTE_RISK,), check=_check,
     specs={"estimator": EstimatorSpec},
     argument_groups={"largest_value": LARGEST_VALUE},
     reads=(("scenario", _scenario), ("model", _model), "records", ("candidates", _candidates),
