@@ -208,6 +208,8 @@ ENTRIES: dict[str, Callable[..., Any]] = {
         lambda d, **bad: bayes_risk.disclosure_measures(
             d, [d], **{"keys": ["Urban", "Marital"], "target": "Tenure", **bad}),
     "bayes_risk.testing._REGISTERED": lambda d, **bad: _registered(**bad),
+    # the known-records curve's shares and seed, checked before the run it follows
+    "bayes_risk.attribute.run.attribute_run": lambda d, **bad: _attribute_run(d, **bad),
     "bayes_risk.utility.pmse._MOMENTS": lambda d, **bad: bayes_risk.utility.pmse_null_moments(
         **{"df": 1, "n_original": 10, "n_synthetic": 10, **bad}),
     # the models' settings tables: each model's settings, checked by its constructor or fit
@@ -388,13 +390,16 @@ GIVEN: dict[str, Any] = {
     "selected": "0-9", "differencing": True, "r_min": 0.1, "populations": 2,
     "sample_fraction": 0.5, "m": 2, "original": "o.csv", "model_function": "m:f",
     "total_known": True, "top": 2, "synthesized_records": [True], "data": "unused",
+    "column": "Income", "upper": 100.0, "delta": 0.1, "known_curve": [0.5], "records": [0],
+    "refine": 2, "search": [0.1],
 }
 #: the values of an option, for a value outside a relation's ``equal``
 CHOICES: dict[str, tuple[Any, ...]] = {"kind": ("worst_case", "partially_known"),
                                        "membership": ("known", "unknown"),
                                        "method": ("cart", "logit"),
                                        "radius_type": ("quantile_sd", "percentage"),
-                                       "scenario": ("worst_case", "second_largest")}
+                                       "scenario": ("worst_case", "second_largest"),
+                                       "aggregation": ("per_dataset", "pooled")}
 
 
 def breaking_values(relation: Any) -> dict[str, Any]:
@@ -459,8 +464,33 @@ def _cli(command: str, check: str, *argv: str) -> Callable[..., Any]:
     return call
 
 
-_IDENTIFICATION = ("identification", "bayes_risk.cli.parsers.identification:_check", "o.csv",
-                   "s.csv", "--known-unsynthesized", "Age")
+def _attribute_run(d: pd.DataFrame, **values: Any) -> Any:
+    """``attribute_run`` refusing ``values`` before any work (no model needed): those of a
+    largest-value scenario in its ``largest_value``."""
+    from bayes_risk.attribute.run import attribute_run
+
+    largest = {k: values.pop(k) for k in ("column", "upper", "delta", "total_known")
+               if k in values}
+    return attribute_run(d, [d], model=None, largest_value=largest, **values)
+
+
+def _identification_run(d: pd.DataFrame, **values: Any) -> Any:
+    """``identification_run`` refusing ``values`` before any work (``selection``: the
+    population's)."""
+    from bayes_risk.identification.run import identification_run
+    from bayes_risk.identification.specs import PopulationSpec
+
+    if values.get("selection") is not None:
+        values["population"] = PopulationSpec(selection=values.pop("selection"))
+    return identification_run([d, [d]], known=["Age"], progressbar=False, **values)
+
+
+def _disclosure_run(d: pd.DataFrame, **values: Any) -> Any:
+    from bayes_risk.disclosure.run import disclosure_run
+
+    measures = {k: values.pop(k) for k in ("keys", "target") if k in values}
+    return disclosure_run(d, [d], measures=measures, **values)
+
 
 #: the public entry of each module-level tuple of relations, called with a valid release and
 #: the values that break one relation (the command line's: its check of the options)
@@ -497,13 +527,13 @@ RELATION_ENTRIES: dict[str, Callable[..., Any]] = {
             "Age", [d[["Age", "Educ"]]], **v),
     "bayes_risk.models.seqreg.seqreg._RELATIONS":
         lambda d, **v: _fit("SequentialRegression", d, ["Age", "Income"], **v),
-    "bayes_risk.cli._common.MAX_SIZE_RELATIONS": _cli(*_IDENTIFICATION),
-    "bayes_risk.cli.parsers.identification.RELATIONS": _cli(*_IDENTIFICATION),
-    "bayes_risk.cli.parsers.attacks.RELATIONS":
-        _cli("attacks", "bayes_risk.cli.parsers.attacks:_check", "o.csv", "s.csv"),
-    "bayes_risk.cli.parsers.disclosure.RELATIONS":
-        _cli("disclosure", "bayes_risk.cli.parsers.disclosure:_check", "o.csv", "s.csv",
-             "--differencing"),
+    "bayes_risk.attribute.run.RELATIONS": _attribute_run,
+    "bayes_risk.identification.run._RELATIONS": _identification_run,
+    "bayes_risk.disclosure.run._RELATIONS": _disclosure_run,
+    "bayes_risk.disclosure.remedy._RELATIONS":
+        lambda d, **v: bayes_risk.disclosure.remedy.remedy_run(d, [d], synthpop=v),
+    "bayes_risk.attacks.run._RELATIONS":
+        lambda d, **v: bayes_risk.attacks.run.attacks_run(d, [d], inference=v),
     "bayes_risk.cli.parsers.attribute.BUSINESS_RELATIONS":
         _cli("attribute", "bayes_risk.cli.parsers.attribute:_business", "o.csv", "s.csv"),
     "bayes_risk.cli.synthesize.RELATIONS":

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import pandas as pd
 
+from bayes_risk._constraints import Requires, check_relations
 from bayes_risk._specs import cli_option
 from bayes_risk.attacks.inference import inference_risk
 from bayes_risk.attacks.linkability import linkability_risk
@@ -19,6 +20,10 @@ from bayes_risk.exceptions import COMMAND_LINE_OPTIONS
 from bayes_risk.results.attacks import InferenceResult, LinkabilityResult, SinglingOutResult
 
 __all__ = ["AttacksRun", "attacks_run"]
+
+#: the inference's arguments against each other
+_RELATIONS = (Requires("aux_columns", "secret", code="OPTION_REQUIRED",
+                       why="the inference intruder's knowledge"),)
 
 
 @dataclass(frozen=True)
@@ -120,12 +125,18 @@ def attacks_run(original: pd.DataFrame, synthetic: Any, *, holdout: pd.DataFrame
     Returns
     -------
     AttacksRun
+
+    Raises
+    ------
+    ValidationError
+        ``inference`` holding ``aux_columns`` without ``secret`` (``OPTION_REQUIRED``).
     """
     singling_out, linkability, inference = (dict(a or {}) for a in (singling_out, linkability,
                                                                       inference))
     common = dict(n_attacks=n_attacks, confidence_level=confidence_level, groups=groups)
     shared = dict(holdout=holdout, schema=schema, random_seed=random_seed,
                   **{k: v for k, v in common.items() if v is not None})
+    check_relations(inference, _RELATIONS)
     so = lk = inf = None
     # inference first: the cheapest attack, so that a bad secret stops the run at once
     if "secret" in inference:

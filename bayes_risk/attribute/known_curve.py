@@ -30,6 +30,8 @@ from bayes_risk.warning_codes import message
 
 __all__ = ["known_fraction_curve", "KnownFractionResult"]
 
+#: the constraint of ``fractions``
+FRACTIONS = SequenceOf(Interval(float, 0, 1), "numbers in [0, 1]")
 #: the ``attribute_risk`` arguments :func:`known_fraction_curve` passes on
 _OPTIONS = ("records", "candidates", "prior", "estimator", "allow_other_model")
 
@@ -91,8 +93,7 @@ def known_fraction_curve(
     from bayes_risk.attribute.knowledge import file_measures, one_seed, with_shared_refits
 
     check_keywords(kwargs, _OPTIONS, "known_fraction_curve")
-    fr = sorted(set(check_vector(fractions, SequenceOf(Interval(float, 0, 1), "numbers in [0, 1]"),
-                                 "fractions").tolist()))
+    fr = sorted(set(check_vector(fractions, FRACTIONS, "fractions").tolist()))
     seed_all = one_seed(random_seed)
     options = dict(kwargs)
     options["estimator"] = with_shared_refits(

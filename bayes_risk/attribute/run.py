@@ -10,13 +10,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from bayes_risk._specs import cli_option
+from bayes_risk._constraints import Interval, Requires, check_params, checked
+from bayes_risk._lattice import check_max_size
+from bayes_risk._specs import argument_checks, cli_option
 from bayes_risk.attribute.api import attribute_risk
+from bayes_risk.attribute.known_curve import FRACTIONS
 from bayes_risk.attribute.largest_value import largest_value_risk
-from bayes_risk.attribute.specs import LARGEST_VALUE_SCENARIOS
+from bayes_risk.attribute.specs import LARGEST_VALUE_SCENARIOS, SCENARIOS
 from bayes_risk.results.attribute import EVIDENCE_FACTOR
 
-__all__ = ["AttributeRun", "attribute_run", "ATTRIBUTE_FIGURES"]
+__all__ = ["AttributeRun", "attribute_run", "ATTRIBUTE_FIGURES", "RELATIONS"]
 
 # (plot kind of AttributeRiskResult, file name written by `bayes-risk attribute`, caption)
 ATTRIBUTE_FIGURES = (
@@ -25,6 +28,25 @@ ATTRIBUTE_FIGURES = (
     ("rank", "rank_hist.png", "Rank of the truth, with its mean if the release said nothing of "
      "the records"),
     ("khat", "khat.png", "Pareto k-hat per record, the records its rule flags in red"),
+)
+
+
+_LARGEST = LARGEST_VALUE_SCENARIOS
+#: the run's arguments against each other (``scenario``: its kind; ``column``, ``upper``,
+#: ``delta``, ``total_known``: those of ``largest_value``), checked before any work
+RELATIONS = (
+    Requires("known_sweep", "scenario", equal=("worst_case",), why="it sets the known columns "
+             "of every subset itself; the empty subset is the worst case"),
+    Requires("known_curve", "scenario", equal=("worst_case",), why="it sets the known records "
+             "at each share itself; share 1 is the worst case"),
+    Requires("max_size", "known_sweep", code="OPTION_REQUIRED"),
+    Requires("records", "scenario", equal=(*SCENARIOS, "two_records"),
+             why="the target of a largest-value scenario is the largest value"),
+    Requires("scenario", "column", when=_LARGEST, code="OPTION_REQUIRED",
+             why="the magnitude column"),
+    *(Requires(name, "scenario", equal=only) for name, only in (
+        ("column", _LARGEST), ("upper", _LARGEST[:2]), ("delta", _LARGEST),
+        ("total_known", _LARGEST[1:2]))),
 )
 
 
@@ -126,8 +148,8 @@ def attribute_run(
     max_size: Annotated[int | None, cli_option(
         "--max-size", "largest subset size evaluated exhaustively by --known-sweep (default: "
         "every size)", type=int, metavar="K")] = None,
-    known_curve: Sequence[float] | None = None,
-    curve_seed: int = 0,
+    known_curve: Annotated[Sequence[float] | None, checked([FRACTIONS, None])] = None,
+    curve_seed: Annotated[int, checked(Interval(int, 0))] = 0,
     share_refits: bool = False,
     largest_value: Mapping[str, Any] | None = None,
     executor: Any = None,
@@ -168,7 +190,22 @@ def attribute_run(
     Returns
     -------
     AttributeRun
+
+    Raises
+    ------
+    ValidationError
+        Arguments that do not go together (:data:`RELATIONS`), before any work: a sweep or a
+        curve beside another scenario than the worst case, ``max_size`` without
+        ``known_sweep`` (or more than its columns), ``records`` beside a largest-value
+        scenario, the arguments of ``largest_value`` with another scenario; a share of
+        ``known_curve`` outside [0, 1], a negative ``curve_seed``.
     """
+    check_params({"known_curve": known_curve, "curve_seed": curve_seed, "known_sweep": known_sweep,
+                  "max_size": max_size, "records": options.get("records"),
+                  "scenario": getattr(scenario, "kind", scenario), **(largest_value or {})},
+                 argument_checks(attribute_run), relations=RELATIONS)
+    if known_sweep:  # before the run the sweep follows
+        check_max_size(max_size, known_sweep, "known_sweep")
     if isinstance(scenario, str) and scenario in LARGEST_VALUE_SCENARIOS:
         return AttributeRun(None, scenario=scenario, largest_value=largest_value_risk(
             model, original, synthetic, scenario=scenario,

@@ -196,6 +196,13 @@ class ScenarioSpec:
     )
 
     def __post_init__(self) -> None:
+        if self.known is not None:  # none known (an empty list) is no field given
+            known = (self.known,) if isinstance(self.known, str) else tuple(self.known)
+            object.__setattr__(self, "known", known or None)
+        if self.known_sums is False:
+            object.__setattr__(self, "known_sums", None)
+        self._check_known_sums()
+        check_fields(self)  # first: a field of one scenario beside another kind names both
         if self.kind not in (*SCENARIOS, "two_records"):
             raise NotSupportedError(
                 f"scenario {self.kind!r} is not supported; use one of "
@@ -204,13 +211,6 @@ class ScenarioSpec:
                 + _KNOWN_HINT,
                 code="INVALID_ARGUMENT"
             )
-        if self.known is not None:  # none known (an empty list) is no field given
-            known = (self.known,) if isinstance(self.known, str) else tuple(self.known)
-            object.__setattr__(self, "known", known or None)
-        if self.known_sums is False:
-            object.__setattr__(self, "known_sums", None)
-        self._check_known_sums()
-        check_fields(self)
 
     def _check_known_sums(self) -> None:
         """``known_sums``: ``True`` or a non-empty tuple of names."""

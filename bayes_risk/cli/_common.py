@@ -7,7 +7,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bayes_risk._constraints import Requires, check_relations
 from bayes_risk.cli.parsers import add_argument_options
 from bayes_risk.exceptions import ValidationError
 
@@ -20,7 +19,7 @@ __all__ = [
     "read_inputs", "missing_labels", "numeric_columns", "add_format_argument",
     "schema_from_args",
     "release_schema", "add_dask_arguments",
-    "add_input_arguments", "add_run_arguments", "check_max_size",
+    "add_input_arguments", "add_run_arguments",
     "write_run", "read_model", "read_holdout",
 ]
 
@@ -320,20 +319,6 @@ def write_run(args: argparse.Namespace, lines: Sequence[str], summary: Any = Non
             for name, (result, kind) in figures.items():
                 plot_figure(result, kind).savefig(tmp / name, dpi=dpi)
     print_summary(lines, args.out)
-
-
-#: ``--max-size`` against ``--known-sweep`` (the sweeps of attribute and identification)
-MAX_SIZE_RELATIONS = (Requires("max_size", "known_sweep", code="OPTION_REQUIRED"),)
-
-
-def check_max_size(args: argparse.Namespace) -> None:
-    """``--max-size`` against ``--known-sweep``, before any work."""
-    check_relations(vars(args), MAX_SIZE_RELATIONS)
-    if args.max_size is None:
-        return
-    from bayes_risk._lattice import check_max_size as check
-
-    check(args.max_size, args.known_sweep, "known_sweep")
 
 
 def read_model(args: argparse.Namespace, original: pd.DataFrame) -> Any:

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bayes_risk._constraints import OneOf, check_relations
 from bayes_risk.disclosure.sdc import sdc
 from bayes_risk.disclosure.sdcmicro import sdcmicro
 from bayes_risk.disclosure.specs import SdcMicroSpec
@@ -54,6 +55,12 @@ class RemedyRun:
         return [f"post-processed {self.release.m} dataset(s) of {where}", *self.lines()]
 
 
+#: some remedy of ``sdc`` or ``sdcmicro`` to apply
+_RELATIONS = (OneOf(("bottom_top_coding", "remove", "smooth", "pram", "local_suppression",
+                     "microaggregation", "add_noise"), required=True, only=False,
+                    code="OPTION_REQUIRED"),)
+
+
 def remedy_run(original: Any, synthetic: Any, *, synthpop: Mapping[str, Any] | None = None,
                sdcmicro_options: Mapping[str, Any] | None = None,
                sdcmicro_settings: SdcMicroSpec | None = None,
@@ -66,8 +73,16 @@ def remedy_run(original: Any, synthetic: Any, *, synthpop: Mapping[str, Any] | N
     Returns
     -------
     RemedyRun
+
+    Raises
+    ------
+    ValidationError
+        No argument of ``sdc`` nor of ``sdcmicro`` given (``OPTION_REQUIRED``), before any
+        work.
     """
     synthpop = {k: v for k, v in (synthpop or {}).items() if v is not None}
+    if not (synthpop or sdcmicro_options):  # any argument: sdc and sdcmicro check the others
+        check_relations({}, _RELATIONS)
     done = len((getattr(synthetic, "extra", None) or {}).get("post_processing") or [])
     out = synthetic
     if synthpop:

@@ -7,9 +7,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
+from bayes_risk._constraints import OneOf, Requires, check_relations
 from bayes_risk._specs import cli_option
 
 __all__ = ["DisclosureRun", "disclosure_run"]
+
+#: the measures' ``keys`` with their ``target``, or the differencing check (``selected``: its)
+_RELATIONS = (
+    Requires("selected", "differencing", why="the differencing check reads it"),
+    Requires("keys", "target", code="OPTION_REQUIRED", why="synthpop's measures"),
+    Requires("target", "keys", code="OPTION_REQUIRED", why="synthpop's measures"),
+    OneOf(("keys", "differencing"), required=True, only=False, code="OPTION_REQUIRED"),
+)
 
 
 @dataclass(frozen=True)
@@ -67,12 +76,19 @@ def disclosure_run(original: Any, synthetic: Any, *, measures: Mapping[str, Any]
     Returns
     -------
     DisclosureRun
+
+    Raises
+    ------
+    ValidationError
+        Nothing to run, ``keys`` without ``target`` (or the reverse), ``selected`` without
+        ``differencing`` (:data:`_RELATIONS`), before any work.
     """
+    measures = dict(measures or {})
+    check_relations({**measures, "selected": selected, "differencing": differencing}, _RELATIONS)
     from bayes_risk.disclosure.differencing import differencing_check
     from bayes_risk.disclosure.measures import disclosure_measures
 
     diff = differencing_check(original, synthetic, records=selected) if differencing else None
-    measures = dict(measures or {})
     result = (None if measures.get("keys") is None else
               disclosure_measures(original, synthetic, schema=schema, exclude=exclude,
                                   **measures))

@@ -13,6 +13,8 @@ from typing import Annotated, Any
 
 import pandas as pd
 
+from bayes_risk._constraints import OneOf, Requires, check_relations
+from bayes_risk._lattice import check_max_size
 from bayes_risk._specs import cli_option
 from bayes_risk.exceptions import arg_name
 from bayes_risk.identification.api import identification_risk, identification_risk_of_inputs
@@ -26,6 +28,17 @@ __all__ = ["IdentificationRun", "identification_run", "run_known_sweep", "LARGE_
 #: the tables of ``IdentificationRun.files`` that grow with the targets or the subsets: written
 #: with pyarrow (``bayes_risk.data.io.write_csv``), the others by pandas
 LARGE_TABLES = frozenset({"records.csv", *SWEEP_TABLES})
+
+#: the run's arguments against each other (``selection``: the population's; ``aggregation``:
+#: the one the run resolves to), checked before any work
+_RELATIONS = (
+    OneOf(("selection", "known_sweep"), why="the sweep does not condition on the selection: a "
+          "subset of the known columns may not tell the intruder whether a target was selected"),
+    Requires("refine", "search", code="OPTION_REQUIRED", why="it refines that search"),
+    Requires("max_size", "known_sweep", code="OPTION_REQUIRED"),
+    Requires("records", "aggregation", when=("per-dataset",), equal=("per_dataset",),
+             why="pooled probabilities give one row per target"),
+)
 
 
 @dataclass
@@ -148,10 +161,10 @@ def identification_run(
         "run's figures are at the radii of the largest expected match risk unless --radius is "
         "given; writes DIR/radius_search.csv and DIR/radius_search.png", metavar="R1,R2,...",
         nargs="?", const="default", parse=search_radii)] = None,
-    refine: Annotated[int, cli_option(
+    refine: Annotated[int | None, cli_option(
         "--radius-refine", "with --radius-search: points evaluated at most between the grid's "
         "radii to find and bound the worst case over every radius (default 200; 0: the grid's "
-        "points only, bounded between them)", type=int, metavar="N")] = REFINE_POINTS,
+        "points only, bounded between them)", type=int, metavar="N")] = None,
     worst_case: bool = False,
     known_sweep: Annotated[Sequence[str] | None, cli_option(
         "--known-sweep", "also compute the risk for every subset of these candidate known columns "
@@ -184,8 +197,9 @@ def identification_run(
         As in ``identification_risk``.
     search : sequence of float, optional
         The radii of ``radius_search`` (the worst case over the radii of every numeric known
-        column); ``refine`` its refinement. Without ``worst_case`` the search runs first and,
-        when ``match`` gives no radius, the run is at its maximising radii.
+        column); ``refine`` its refinement (default ``REFINE_POINTS``, 200). Without
+        ``worst_case`` the search runs first and, when ``match`` gives no radius, the run is at
+        its maximising radii.
     worst_case : bool
         The run at ``match``'s radius first, then the search and the figures at its
         maximising radii beside it (``at_r_star``; the audit reads both).
@@ -213,13 +227,29 @@ def identification_run(
     Returns
     -------
     IdentificationRun
+
+    Raises
+    ------
+    ValidationError
+        Arguments that do not go together (:data:`_RELATIONS`), before any work: a
+        ``known_sweep`` beside ``population.selection``, ``refine`` without ``search``,
+        ``max_size`` without ``known_sweep`` (or above its columns), ``records="per-dataset"``
+        without per-dataset aggregation.
     """
     from bayes_risk._memory import release_free_memory
     from bayes_risk.identification.sampled import sampled_inputs
     from bayes_risk.identification.selection import conditioned, release_rule
 
-    original, synthetic = inputs
     selection = getattr(kwargs.get("population"), "selection", None)
+    compat = getattr(kwargs.get("match"), "compat", None)  # the aggregation the run resolves to
+    aggregation = kwargs.get("aggregation") or ("per_dataset" if compat else "pooled")
+    check_relations(dict(selection=selection, known_sweep=known_sweep, refine=refine,
+                         search=search, max_size=max_size, records=records,
+                         aggregation=str(aggregation).replace("-", "_")), _RELATIONS)
+    if known_sweep is not None:
+        check_max_size(max_size, known_sweep, "known_sweep")
+    refine = REFINE_POINTS if refine is None else refine
+    original, synthetic = inputs
     if selection is not None:  # conditioned on here, once: the parts take the spec without it
         kwargs["population"] = dataclasses.replace(kwargs["population"], selection=None)
     run = IdentificationRun(None, records=records,

@@ -11,6 +11,7 @@ multivariate beta functions. The package never enumerates: it reweights posterio
 from __future__ import annotations
 
 import itertools
+import re
 import warnings
 
 import numpy as np
@@ -265,3 +266,30 @@ def test_between_chain_check_only_when_every_record_is_known():
     assert full.settings["chain_check"]["status"] == "run"
     assert part.settings["chain_check"]["status"] == "not run"
     assert "only some records" in part.settings["chain_check"]["reason"]
+
+
+def test_attribute_run_refuses_arguments_that_do_not_go_together_before_any_work():
+    """The run's relations (formerly the command line's own checks) hold in Python too: no
+    model is read, no refit made, before the refusal."""
+    from bayes_risk.attribute.run import attribute_run
+
+    d = pd.DataFrame({"a": [1, 2]})
+    for kw, code, text in [
+        (dict(scenario=ScenarioSpec("known_records", known_fraction=0.5), known_curve=[0.5]),
+         "OPTION_CONFLICT", "known_curve needs scenario='worst_case' (it sets the known records"),
+        (dict(scenario="second_largest", records=[1], largest_value={"column": "a"}),
+         "OPTION_CONFLICT", "records needs scenario='worst_case' or"),
+        (dict(scenario="second_largest"), "OPTION_REQUIRED",
+         "scenario='two_largest_sum' needs column (the magnitude column)"),
+        (dict(largest_value={"delta": 0.1}), "OPTION_CONFLICT",
+         "delta needs scenario='largest_value' or"),
+        (dict(max_size=1), "OPTION_REQUIRED", "max_size needs known_sweep"),
+        (dict(known_curve=[0.5, 1.5]), "INVALID_ARGUMENT", "known_curve must be"),
+    ]:
+        with pytest.raises(ValidationError, match=re.escape(text)) as err:
+            attribute_run(d, [d], model=None, **kw)
+        assert err.value.code == code
+    # a field of one scenario beside a largest-value kind names both
+    with pytest.raises(ValidationError, match=re.escape(
+            "ScenarioSpec.known needs ScenarioSpec.kind='partially_known'")):
+        ScenarioSpec("second_largest", known=["a"])

@@ -94,9 +94,10 @@ def test_known_curve_cli(saved, tmp_path, capsys):
      "--known-fraction (row positions or a boolean mask, or a share of the records in [0, 1])"),
     (["--scenario", "empty", "--known-fraction", "0.5"],
      "--known-fraction needs --scenario known-records. Got --scenario empty."),
-    (["--known-curve", "0.5", "--known-fraction", "0.5"], "--known-curve sets the known"),
-    (["--known-curve", "0.5", "1.5"],
-     "[BAD_OPTION_VALUE]: --known-curve must be a number in [0, 1]. Got 1.5"),
+    (["--known-curve", "0.5", "--known-fraction", "0.5"], "[OPTION_CONFLICT]: --known-curve "
+     "needs --scenario worst-case (it sets the known records at each share itself"),
+    (["--known-curve", "0.5", "1.5"], "[BAD_OPTION_VALUE]: --known-curve must be a non-empty "
+     "sequence of numbers in [0, 1]. Got [0.5, 1.5]"),
 ])
 def test_known_records_cli_errors(saved, tmp_path, capsys, extra, needle):
     root, *_ = saved

@@ -59,7 +59,8 @@ def test_cli_attribute_known_sweep(saved, tmp_path, cli):
     # the sweep sets the known columns itself
     r = cli([*base, "--known-sweep", cols[0], "--known", cols[1], "--out",
               str(tmp_path / "bad")], tmp_path)
-    assert r.returncode != 0 and "--known-sweep sets the known columns" in r.stderr
+    assert r.returncode != 0 and ("--known-sweep needs --scenario worst-case (it sets the "
+                                  "known columns") in r.stderr
     r = cli([*base, "--max-size", "1", "--out", str(tmp_path / "bad2")], tmp_path)
     assert r.returncode != 0 and "--max-size needs --known-sweep" in r.stderr
     assert not (tmp_path / "bad").exists() and not (tmp_path / "bad2").exists()

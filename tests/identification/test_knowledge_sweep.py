@@ -517,3 +517,20 @@ def test_masks_with_user_replicates():
             row = res.table[res.table["known"] == ", ".join(s)].iloc[0]
             for m in SWEEP_MEASURES:
                 assert _same(row[m], one.file[m]), (s, m, row[m], one.file[m])
+
+
+def test_identification_run_refuses_arguments_that_do_not_go_together():
+    """The run's relations (formerly the command line's own checks), before any work."""
+    from bayes_risk.identification.run import identification_run
+
+    d = pd.DataFrame({"a": [1, 2]})
+    for kw, code, text in [
+        (dict(records="per-dataset"), "OPTION_CONFLICT",
+         "records='per-dataset' needs aggregation='per_dataset' (pooled probabilities give one "
+         "row per target). Got aggregation='pooled'."),
+        (dict(refine=3), "OPTION_REQUIRED", "refine needs search"),
+        (dict(max_size=1), "OPTION_REQUIRED", "max_size needs known_sweep"),
+    ]:
+        with pytest.raises(ValidationError) as err:
+            identification_run([d, [d]], known=["a"], **kw)
+        assert err.value.code == code and text in str(err.value)

@@ -9,7 +9,6 @@ from bayes_risk._attack_specs import (
     GuessSpec,
     PredicateSpec,
 )
-from bayes_risk._constraints import Requires, check_relations
 from bayes_risk.cli._common import add_input_arguments, add_run_arguments, add_type_arguments
 from bayes_risk.cli._runner import Run
 from bayes_risk.cli.parsers import add_argument_options, add_spec_options
@@ -17,13 +16,8 @@ from bayes_risk.cli.parsers import add_argument_options, add_spec_options
 __all__ = ["add_parser", "RUN"]
 
 
-#: the options against each other
-RELATIONS = (Requires("aux_columns", "inference", code="OPTION_REQUIRED",
-                      why="the inference intruder's knowledge"),)
-
-
 def _check(args: argparse.Namespace) -> None:
-    """Some attack to run, and --aux-columns with the inference it belongs to."""
+    """Some attack to run beside ``--singling-out none``."""
     from bayes_risk.exceptions import ValidationError
 
     chosen = args.singling_out or []  # not given: both modes (the function's default)
@@ -33,7 +27,6 @@ def _check(args: argparse.Namespace) -> None:
     if "none" in chosen and args.linkability is None and args.inference is None:
         raise ValidationError("nothing to run: --singling-out none needs --linkability "
                               "COLS_A COLS_B or --inference SECRET.", code="OPTION_REQUIRED")
-    check_relations(vars(args), RELATIONS)
 
 
 #: attacks_run of ORIGINAL, SYN and --holdout: the attacks given, each with its own options (no

@@ -67,50 +67,11 @@ def _given_scenario(args: argparse.Namespace) -> str:
 
 
 def _check(args: argparse.Namespace) -> None:
-    """The scenario's options against each other, before any file is read (the spec checks
-    which of its fields go with which scenario when it is built)."""
-    from bayes_risk._constraints import Interval, check_value
-    from bayes_risk._specs import cli_fields, spec_values
-    from bayes_risk.exceptions import ValidationError
+    """The run's relations (the library's), on the options before any file is read or any
+    synthesizer refitted."""
+    from bayes_risk.attribute.run import RELATIONS
 
-    values = spec_values(ScenarioSpec, vars(args))
-    given = _given_scenario(args)
-    if args.known_curve:
-        if given != "worst-case":
-            raise ValidationError(
-                "--known-curve sets the known records at each share itself (share 1 is the worst "
-                "case): drop --scenario, --known-records and --known-fraction.",
-                code="OPTION_CONFLICT")
-        for share in args.known_curve:  # checked before the run the curve follows
-            check_value(share, Interval(float, 0, 1), "--known-curve", code="BAD_OPTION_VALUE")
-        if "seed" in values:  # the curve's seed (the spec's applies to known-records only)
-            check_value(values.pop("seed"), Interval(int, 0), "ScenarioSpec.seed")
-    largest = given in LARGEST_VALUE_CHOICES
-    flags = {f.name: opt.flag for f, opt in cli_fields(ScenarioSpec)}
-    scenario_options = [flags[k] for k in values]
-    if largest and args.column is None:
-        raise ValidationError(f"--scenario {given} needs --column (the magnitude column).",
-                              code="OPTION_REQUIRED")
-    if largest and scenario_options:
-        raise ValidationError(f"{', '.join(scenario_options)}: not with --scenario {given} (the "
-                              "intruder guesses the largest value of --column).",
-                              code="OPTION_CONFLICT")
-    for option, value, only in (("--column", args.column, LARGEST_VALUE_CHOICES),
-                                ("--upper", args.upper, LARGEST_VALUE_CHOICES[:2]),
-                                ("--delta", args.delta, LARGEST_VALUE_CHOICES),
-                                ("--total-known", args.total_known or None, ("second-largest",))):
-        if value is not None and given not in only:
-            what = "the largest-value scenarios " if len(only) > 1 else ""
-            raise ValidationError(f"{option} applies to {what}(--scenario {'|'.join(only)}), "
-                                  f"not {given}.", code="OPTION_CONFLICT")
-    if args.known_sweep and given != "worst-case":
-        raise ValidationError(
-            "--known-sweep sets the known columns of every subset itself (the empty subset is "
-            "the worst case): drop --known and --scenario.", code="OPTION_CONFLICT")
-    if largest and args.records is not None:
-        raise ValidationError("--records does not apply: the target is the largest value.",
-                              code="OPTION_CONFLICT")
-    _common.check_max_size(args)
+    check_relations({**vars(args), "scenario": _given_scenario(args).replace("-", "_")}, RELATIONS)
 
 
 def _scenario(args: argparse.Namespace, read: dict[str, Any]) -> Any:
@@ -119,11 +80,11 @@ def _scenario(args: argparse.Namespace, read: dict[str, Any]) -> Any:
     from bayes_risk._specs import spec_values
 
     given = _given_scenario(args)
-    if given in LARGEST_VALUE_CHOICES:
-        return given.replace("-", "_")
     values = spec_values(ScenarioSpec, vars(args))
     if args.known_curve:  # --known-seed is the curve's (the spec's applies to known-records)
         values.pop("seed", None)
+    if given in LARGEST_VALUE_CHOICES and not values:  # (else refused by the spec)
+        return given.replace("-", "_")
     if "known_records" in values:  # record numbers of ORIGINAL
         values["known_records"] = parse_records(values["known_records"], len(read["original"]),
                                                 "--known-records")

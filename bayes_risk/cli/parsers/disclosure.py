@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from bayes_risk._constraints import OneOf, Requires, check_relations
 from bayes_risk._specs import parse_records
 from bayes_risk.cli import _common
 from bayes_risk.cli._common import (
@@ -19,21 +18,6 @@ from bayes_risk.cli.parsers import add_argument_options, add_spec_options
 from bayes_risk.disclosure.specs import ExclusionSpec
 
 __all__ = ["add_parser", "RUN"]
-
-
-#: --keys with --target (synthpop's measures), or --differencing; --selected with
-#: --differencing
-RELATIONS = (
-    Requires("selected", "differencing", why="the differencing check reads it"),
-    OneOf(("keys", "differencing"), required=True, only=False, code="OPTION_REQUIRED"),
-    Requires("keys", "target", code="OPTION_REQUIRED", why="synthpop's measures"),
-    Requires("target", "keys", code="OPTION_REQUIRED", why="synthpop's measures"),
-)
-
-
-def _check(args: argparse.Namespace) -> None:
-    """The options against each other (:data:`RELATIONS`)."""
-    check_relations(vars(args), RELATIONS)
 
 
 def _files(res: Any, args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -56,7 +40,7 @@ def _files(res: Any, args: argparse.Namespace) -> tuple[dict[str, Any], dict[str
 
 #: disclosure_run of ORIGINAL and SYN: the measures of --keys, the differencing check (synthpop's
 #: measures pair no record with a row: ORIGINAL in another row order is the release's)
-RUN = Run("bayes_risk.disclosure.run:disclosure_run", check=_check,
+RUN = Run("bayes_risk.disclosure.run:disclosure_run",
           specs={"exclude": ExclusionSpec},
           argument_groups={"measures": "bayes_risk.disclosure.measures:disclosure_measures"},
           reads=(("schema", lambda args, v: None if args.keys is None else

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from bayes_risk._constraints import OneOf, Requires, check_relations
 from bayes_risk.cli import _common
 from bayes_risk.cli._common import add_input_arguments, add_run_arguments, add_type_arguments
 from bayes_risk.cli._runner import Run
@@ -24,20 +23,9 @@ __all__ = ["add_parser", "RUN", "IDENTIFICATION_RISK"]
 IDENTIFICATION_RISK = "bayes_risk.identification.api:identification_risk"
 
 
-#: the options against each other
-RELATIONS = (
-    OneOf(("selection", "known_sweep"), why="the sweep does not condition on the selection: a "
-          "subset of the known columns may not tell the intruder whether a target was selected"),
-    Requires("radius_refine", "radius_search", code="OPTION_REQUIRED",
-             why="it refines that search"),
-)
-
-
 def _check(args: argparse.Namespace) -> None:
-    """The options against each other, before any file is read: some known column, each once;
-    no knowledge sweep beside a selection (its subsets are not conditioned on it);
-    ``--records-output per-dataset`` with per-dataset aggregation; ``--radius-refine`` with
-    ``--radius-search``; ``--max-size`` with ``--known-sweep``."""
+    """Some known column, each once, before any file is read (the library checks the other
+    options against each other)."""
     from bayes_risk._memory import fixed_mmap_threshold, lean_process
 
     # before numpy loads: posterior replicates (--model) are drawn by models that may use BLAS
@@ -58,12 +46,6 @@ def _check(args: argparse.Namespace) -> None:
                      "--known-unsynthesized + --known-synthesized",
                      hint="Give each known column once, in the option of its role.",
                      code="BAD_OPTION_VALUE")
-    check_relations(vars(args), RELATIONS)
-    if args.records_output == "per-dataset" and not _per_dataset(args):
-        raise ValidationError("--records-output per-dataset needs --aggregation per-dataset (or "
-                              "--compat): pooled probabilities give one row per target.",
-                              code="OPTION_CONFLICT")
-    _common.check_max_size(args)
 
 
 def _known(args: argparse.Namespace) -> list[str]:

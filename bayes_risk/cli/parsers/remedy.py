@@ -20,21 +20,9 @@ __all__ = ["add_parser", "RUN"]
 SDC, SDCMICRO = "bayes_risk.disclosure.sdc:sdc", "bayes_risk.disclosure.sdcmicro:sdcmicro"
 
 
-def _check(args: argparse.Namespace) -> None:
-    """Some remedy to apply."""
-    from bayes_risk._specs import argument_values
-
-    if not any(argument_values(t, vars(args)) for t in (SDC, SDCMICRO)):
-        from bayes_risk.exceptions import ValidationError
-
-        raise ValidationError("nothing to do: give --bottom-top, --remove, --smooth, --pram, "
-                              "--local-suppression, --microaggregation or --add-noise.",
-                              code="OPTION_REQUIRED")
-
-
 #: remedy_run of ORIGINAL and SYN, the release saved in --format (ORIGINAL in another row order
 #: is the release's: no remedy pairs a record with a row)
-RUN = Run("bayes_risk.disclosure.remedy:remedy_run", check=_check,
+RUN = Run("bayes_risk.disclosure.remedy:remedy_run",
           specs={"sdcmicro_settings": SdcMicroSpec},
           argument_groups={"synthpop": SDC, "sdcmicro_options": SDCMICRO},
           reads=("random_seed",),
