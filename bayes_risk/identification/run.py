@@ -242,10 +242,13 @@ def identification_run(
 
     selection = getattr(kwargs.get("population"), "selection", None)
     compat = getattr(kwargs.get("match"), "compat", None)  # the aggregation the run resolves to
-    aggregation = kwargs.get("aggregation") or ("per_dataset" if compat else "pooled")
+    aggregation = str(kwargs.get("aggregation") or ("per_dataset" if compat else "pooled"))
+    # "pooled_measures" is the command's pooled run without probabilities: named as "pooled",
+    # the value its user gave or left as the default
+    aggregation = {"pooled_measures": "pooled"}.get(aggregation.replace("-", "_"), aggregation)
     check_relations(dict(selection=selection, known_sweep=known_sweep, refine=refine,
                          search=search, max_size=max_size, records=records,
-                         aggregation=str(aggregation).replace("-", "_")), _RELATIONS)
+                         aggregation=aggregation.replace("-", "_")), _RELATIONS)
     if known_sweep is not None:
         check_max_size(max_size, known_sweep, "known_sweep")
     refine = REFINE_POINTS if refine is None else refine

@@ -157,7 +157,7 @@ def test_cli_compat_reproduces_reference(tmp_path):
 
 
 @pytest.mark.filterwarnings("ignore::bayes_risk.exceptions.DataWarning")
-def test_cli_records_output_modes(files, tmp_path):
+def test_cli_records_output_modes(files, tmp_path, capsys):
     """--records-output: one row per target (default), per target and dataset, or no file."""
     from bayes_risk.data.io import read_table
     from bayes_risk.data.synthetic import read_synthetic
@@ -206,6 +206,9 @@ def test_cli_records_output_modes(files, tmp_path):
     rc = _main(["identification", *map(str, paths), *BASE, "--records-output", "per-dataset",
                 "--out", str(out)])
     assert rc == 2 and not out.exists()
+    # named by the value the user left as the default, not the command's internal run
+    # without probabilities ("pooled_measures")
+    assert "Got --aggregation pooled." in capsys.readouterr().err
 
 
 @pytest.mark.filterwarnings("ignore::bayes_risk.exceptions.DataWarning")
