@@ -1,24 +1,22 @@
 """The constraint table of the plain type and range checks (scikit-learn's
 ``utils._param_validation`` is the model): a field or argument states what it takes --
 :class:`Interval`, :class:`Options`, :class:`Flag`, :class:`InstanceOf`, :class:`Text`,
-:class:`HasMethods`, :class:`SequenceOf`, ``None`` -- and one
-checker (:func:`check_value`) refuses anything else with the package's error, naming the
-argument, the value and what was expected.
+:class:`HasMethods`, :class:`SequenceOf`, ``None`` -- and one checker (:func:`check_value`) refuses
+anything else with the package's error, naming the argument, the value and what was expected.
 
 A spec dataclass declares its checks in its fields' metadata (:func:`checked`) and calls
 :func:`check_fields` in ``__post_init__``, so every spec raises ``ValidationError`` naming the
-field (the API reference says so once; a spec's docstring lists in ``Raises`` only what else
-it refuses); a function with many scalar arguments checks a dict of them
-(:func:`check_params`). A check whose message gives advice beyond "expected X" stays
-hand-written.
+field (the API reference says so once; a spec's docstring lists in ``Raises`` only what else it
+refuses); a function with many scalar arguments checks a dict of them (:func:`check_params`). A
+check whose message gives advice beyond "expected X" stays hand-written.
 
-Relations between arguments (:class:`Requires`, :class:`OneOf`, :class:`AtMost`,
-:class:`Within`) are declared beside the table -- a spec's class attribute ``RELATIONS``, a
-function's tuple given to :func:`check_params` -- and checked by the same step, after each
-argument, as pydantic's model validators check a model after its fields.
+Relations between arguments (:class:`Requires`, :class:`OneOf`, :class:`AtMost`, :class:`Within`)
+are declared beside the table -- a spec's class attribute ``RELATIONS``, a function's tuple given
+to :func:`check_params` -- and checked by the same step, after each argument, as pydantic's model
+validators check a model after its fields.
 
-Imports only the standard library at module level: the command line builds its parsers from
-the spec classes (``bayes-risk --help`` imports no numpy).
+Imports only the standard library at module level: the command line builds its parsers from the
+spec classes (``bayes-risk --help`` imports no numpy).
 """
 
 from __future__ import annotations
@@ -35,9 +33,7 @@ from typing import Any, Literal
 from bayes_risk.exceptions import ValidationError, arg_name
 
 __all__ = ["Interval", "Options", "Flag", "InstanceOf", "Text", "HasMethods", "SequenceOf",
-           "COLUMN_NAMES",
-           "Constraint",
-           "Requires", "OneOf", "AtMost", "Within", "Relation",
+           "COLUMN_NAMES", "Constraint", "Requires", "OneOf", "AtMost", "Within", "Relation",
            "checked", "check_value", "check_vector", "check_params", "check_fields",
            "check_keywords", "check_relations"]
 
@@ -146,8 +142,7 @@ class Options:
         """What the options are, as the error says it."""
         if not self.listed:
             return f"one of {list(self.values)}"
-        *head, last = map(repr, self.values)
-        return f"{', '.join(head)} or {last}" if head else last
+        return _either([repr(v) for v in self.values])
 
 
 @dataclass(frozen=True)
@@ -289,11 +284,18 @@ def given(value: Any) -> bool:
 
 def _name(name: str, owner: str, values: tuple[Any, ...] | None = None) -> str:
     """The argument ``owner`` + ``name`` as the caller writes it, with its values if any (a
-    choice on the command line has hyphens: ``--scenario two-records``)."""
-    if not values:
-        return arg_name(owner + name)
-    return " or ".join(arg_name(owner + name, repr(v), cli=v.replace("_", "-"))
-                       if isinstance(v, str) else arg_name(owner + name, v) for v in values)
+    choice on the command line has hyphens; several name it once: ``--scenario a, b or c``)."""
+    bare = arg_name(owner + name)
+    shown = [arg_name(owner + name, repr(v), cli=v.replace("_", "-")) if isinstance(v, str)
+             else arg_name(owner + name, v) for v in values or ()]
+    if all(x.startswith(bare) and x[len(bare):len(bare) + 1] in (" ", "=") for x in shown):
+        shown[1:] = [x[len(bare) + 1:] for x in shown[1:]]
+    return _either(shown) if shown else bare
+
+
+def _either(items: Sequence[str]) -> str:
+    """``["a", "b", "c"]`` as ``"a, b or c"``."""
+    return f"{', '.join(items[:-1])} or {items[-1]}" if len(items) > 1 else "".join(items)
 
 
 def _names(value: Any) -> list[Any] | None:
@@ -349,7 +351,7 @@ class Requires:
         got = "" if self.equal is None else " Got " + " and ".join(
             _name(n, owner, (get(n),)) for n in needs) + "."
         return (f"{_name(first, owner, self.when)} needs "
-                f"{' or '.join(_name(n, owner, self.equal) for n in needs)}{_why(self.why)}.{got}")
+                f"{_either([_name(n, owner, self.equal) for n in needs])}{_why(self.why)}.{got}")
 
 
 @dataclass(frozen=True)
@@ -374,7 +376,7 @@ class OneOf:
             return None
         *head, last = (_name(a, owner) for a in self.arguments)
         if not self.only:
-            return f"nothing to do: give {', '.join(head)} or {last}{_why(self.why)}."
+            return f"nothing to do: give {_either([*head, last])}{_why(self.why)}."
         listed = f"{', '.join(head)} and {last}"
         return (f"give exactly one of {listed}{_why(self.why)}." if self.required
                 else f"{listed}: give one of them, not both{_why(self.why)}.")
@@ -431,8 +433,7 @@ class Within:
                 f"{_why(self.why)}.")
 
 
-#: a relation between arguments
-Relation = Requires | OneOf | AtMost | Within
+Relation = Requires | OneOf | AtMost | Within  #: a relation between arguments
 
 
 def check_relations(values: Any, relations: Sequence[Relation], *, owner: str = "") -> None:

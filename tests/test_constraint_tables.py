@@ -399,7 +399,8 @@ CHOICES: dict[str, tuple[Any, ...]] = {"kind": ("worst_case", "partially_known")
                                        "method": ("cart", "logit"),
                                        "radius_type": ("quantile_sd", "percentage"),
                                        "scenario": ("worst_case", "second_largest"),
-                                       "aggregation": ("per_dataset", "pooled")}
+                                       "aggregation": ("per_dataset", "pooled"),
+                                       "variant": ("mp", "mm")}
 
 
 def breaking_values(relation: Any) -> dict[str, Any]:
@@ -525,6 +526,8 @@ RELATION_ENTRIES: dict[str, Callable[..., Any]] = {
     "bayes_risk.models.poisson.largest._RELATIONS":
         lambda d, **v: _fit("PoissonMixture", d, ["Age", "Educ"]).largest_value_loglik(
             "Age", [d[["Age", "Educ"]]], **v),
+    "bayes_risk.models.poisson.poisson_mixture._RELATIONS":
+        lambda d, **v: _fit("PoissonMixture", d, ["Age", "Educ"], **v),
     "bayes_risk.models.seqreg.seqreg._RELATIONS":
         lambda d, **v: _fit("SequentialRegression", d, ["Age", "Income"], **v),
     "bayes_risk.attribute.run.RELATIONS": _attribute_run,

@@ -124,7 +124,7 @@ def test_remedy_then_audit(work, tmp_path, monkeypatch, capsys):
     (["--microaggregation", "Income", "--strata", "Income"], "OPTION_CONFLICT",
      "--strata: column(s) ['Income'] are also changed"),
     (["--add-noise", "Income", "--strata", "Urban"], "OPTION_CONFLICT",
-     "--strata needs --pram or --local-suppression or --microaggregation"),
+     "--strata needs --pram, --local-suppression or --microaggregation"),
     (["--microaggregation", "Income", "Expenditure", "--strata", "Age"],
      "REMEDY_NOT_APPLICABLE", "fewer than --aggr 3"),
 ])
