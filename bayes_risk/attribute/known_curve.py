@@ -13,16 +13,14 @@ from typing import Annotated, Any, ClassVar
 import pandas as pd
 
 from bayes_risk._constraints import (
-    Interval,
     Options,
-    SequenceOf,
     check_keywords,
     check_value,
     check_vector,
 )
 from bayes_risk._specs import cli_option
 from bayes_risk._terminal import progress
-from bayes_risk.attribute.specs import ScenarioSpec
+from bayes_risk.attribute.specs import FRACTIONS, ScenarioSpec
 from bayes_risk.exceptions import interruptible
 from bayes_risk.results._base import RiskResult, draws, legend_below
 from bayes_risk.results._summary import ResultWarning, Summary
@@ -30,8 +28,6 @@ from bayes_risk.warning_codes import message
 
 __all__ = ["known_fraction_curve", "KnownFractionResult"]
 
-#: the constraint of ``fractions``
-FRACTIONS = SequenceOf(Interval(float, 0, 1), "numbers in [0, 1]")
 #: the ``attribute_risk`` arguments :func:`known_fraction_curve` passes on
 _OPTIONS = ("records", "candidates", "prior", "estimator", "allow_other_model")
 

@@ -14,9 +14,8 @@ from bayes_risk._constraints import Interval, Requires, check_params, checked
 from bayes_risk._lattice import check_max_size
 from bayes_risk._specs import argument_checks, cli_option
 from bayes_risk.attribute.api import attribute_risk
-from bayes_risk.attribute.known_curve import FRACTIONS
 from bayes_risk.attribute.largest_value import largest_value_risk
-from bayes_risk.attribute.specs import LARGEST_VALUE_SCENARIOS, SCENARIOS
+from bayes_risk.attribute.specs import FRACTIONS, LARGEST_VALUE_SCENARIOS, SCENARIOS
 from bayes_risk.results.attribute import EVIDENCE_FACTOR
 
 __all__ = ["AttributeRun", "attribute_run", "ATTRIBUTE_FIGURES", "RELATIONS"]

@@ -17,6 +17,7 @@ from bayes_risk._constraints import (
     Options,
     Relation,
     Requires,
+    SequenceOf,
     Text,
     check_fields,
     check_value,
@@ -74,6 +75,8 @@ SCENARIOS = ("worst_case", "partially_known", "empty", "known_records")
 #: the scenarios of :func:`~bayes_risk.attribute.largest_value.largest_value_risk`
 #: (``"largest_value"``: the worst-case intruder)
 LARGEST_VALUE_SCENARIOS = ("largest_value", "second_largest", "two_largest_sum")
+#: the shares of known records of a known-records curve (``known_fraction_curve``)
+FRACTIONS = SequenceOf(Interval(float, 0, 1), "numbers in [0, 1]")
 
 
 

@@ -15,10 +15,10 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from bayes_risk.data.synthetic import SyntheticData, check_distinct_files
+from bayes_risk.data.synthetic import SyntheticData, check_distinct_files, generation_from_roles
 from bayes_risk.exceptions import CALLER, BayesRiskError, DataWarning, ValidationError, arg_name
 
-__all__ = ["model_id", "identity_hash", "identity_settings", "check_release_model",
+__all__ = ["model_release", "model_id", "identity_hash", "identity_settings", "check_release_model",
            "release_model_problem", "ModelCheck", "check_distinct_datasets", "duplicate_pairs",
            "duplicate_codes", "check_distinct_files", "release_schema"]
 
@@ -26,6 +26,25 @@ __all__ = ["model_id", "identity_hash", "identity_settings", "check_release_mode
 #: display, the default seed of later calls, parallelism): left out of its identity, so that a
 #: model loaded with ``--quiet`` is the model that was saved
 _NOT_IDENTITY = frozenset({"progressbar", "random_seed", "n_jobs", "cores"})
+
+
+def model_release(model: Any, datasets: list[pd.DataFrame], *, random_seed: Any,
+                  records: np.ndarray | None, extra: dict[str, Any], proper: bool,
+                  imputed_columns: list[str] | None,
+                  draw_index: list[int] | None = None) -> SyntheticData:
+    """The release of ``datasets``, synthesized by the fitted ``model`` from ``random_seed``,
+    with its provenance: the model's method, settings (as its saved folder holds them),
+    schema, fitted table's fingerprint and identity, and the ``records`` it replaced."""
+    from bayes_risk._io import to_jsonable
+    from bayes_risk._rng import seed_to_json
+
+    return SyntheticData(
+        datasets=datasets, method=model.method_name, settings=to_jsonable(model.saved_settings()),
+        random_seed=seed_to_json(random_seed), draw_index=draw_index, schema=model.schema_,
+        synthesized_records=records, extra=extra,
+        original_fingerprint=getattr(model, "original_fingerprint_", None),
+        model_id=model_id(model), generation=generation_from_roles(model.schema_, records),
+        proper=proper, imputed_columns=imputed_columns)
 
 
 def identity_settings(settings: Mapping[str, Any]) -> dict[str, Any]:

@@ -56,24 +56,6 @@ def as_frames(synthetic: Any) -> list[pd.DataFrame]:
     return [synthetic] if isinstance(synthetic, pd.DataFrame) else list(synthetic)
 
 
-def model_release(model: Any, datasets: list[pd.DataFrame], *, random_seed: Any,
-                  records: np.ndarray | None, extra: dict[str, Any], proper: bool,
-                  imputed_columns: list[str] | None,
-                  draw_index: list[int] | None = None) -> SyntheticData:
-    """The release of ``datasets``, synthesized by the fitted ``model`` from ``random_seed``,
-    with its provenance: the model's method, settings (as its saved folder holds them),
-    schema, fitted table's fingerprint and identity, and the ``records`` it replaced."""
-    from bayes_risk._rng import seed_to_json
-    from bayes_risk.data.provenance import model_id  # provenance imports this module
-
-    return SyntheticData(
-        datasets=datasets, method=model.method_name, settings=to_jsonable(model.saved_settings()),
-        random_seed=seed_to_json(random_seed), draw_index=draw_index, schema=model.schema_,
-        synthesized_records=records, extra=extra,
-        original_fingerprint=getattr(model, "original_fingerprint_", None),
-        model_id=model_id(model), generation=generation_from_roles(model.schema_, records),
-        proper=proper, imputed_columns=imputed_columns)
-
 #: the ``extra`` field of a release's manifest that records sampling with synthesis
 #: (:func:`bayes_risk.models.sampling_with_synthesis`)
 SAMPLING_FIELD = "sampling"

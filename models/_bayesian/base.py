@@ -21,8 +21,9 @@ from bayes_risk._rng import RandomSeed, spawn
 from bayes_risk.data.fingerprint import fingerprint_problem, fingerprint_record
 from bayes_risk.data.levels import drop_unused_levels
 from bayes_risk.data.normalise import check_not_empty
+from bayes_risk.data.provenance import model_release
 from bayes_risk.data.schema import SCHEMA, Schema, infer_schema
-from bayes_risk.data.synthetic import SyntheticData, model_release
+from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.data.validate import (
     check_m,
     require_categorical,

@@ -17,8 +17,9 @@ from bayes_risk._rng import RandomSeed
 from bayes_risk._terminal import progress
 from bayes_risk._tree_spec import CART_TREES, TreeOptions
 from bayes_risk.contract import available_if
+from bayes_risk.data.provenance import model_release
 from bayes_risk.data.schema import Schema
-from bayes_risk.data.synthetic import SyntheticData, model_release
+from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.exceptions import NotSupportedError
 from bayes_risk.models.base import FittedAttribute, check_is_fitted
 from bayes_risk.models.trees.base import SEQUENTIAL_TREES, TreeSynthesizer

@@ -24,8 +24,9 @@ from bayes_risk._numeric import ties
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk._terminal import progress
 from bayes_risk.contract import ModelInfo
+from bayes_risk.data.provenance import model_release
 from bayes_risk.data.schema import SCHEMA, Schema, infer_schema
-from bayes_risk.data.synthetic import SyntheticData, model_release
+from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.data.validate import require_frame, require_synthesized, validate_table
 from bayes_risk.exceptions import CALLER, ConvergenceWarning, DataWarning, ValidationError
 from bayes_risk.models.base import FittedAttribute, synthesized_columns

@@ -21,8 +21,9 @@ from bayes_risk._rng import RandomSeed, as_generator, replayable_seed, spawn
 from bayes_risk._terminal import progress
 from bayes_risk._tree_spec import FOREST_TREES, TreeOptions
 from bayes_risk.data.levels import drop_unused_levels
+from bayes_risk.data.provenance import model_release
 from bayes_risk.data.schema import Schema
-from bayes_risk.data.synthetic import SyntheticData, model_release
+from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.data.validate import require_synthesized
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.base import FittedAttribute, check_is_fitted

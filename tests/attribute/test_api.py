@@ -395,7 +395,7 @@ def test_partially_known_and_scenarios():
     with pytest.raises(ValidationError, match="not synthesized"):
         _run(orig, syn, model=model, scenario=ScenarioSpec(kind="partially_known", known=["u"]),
              estimator=EstimatorSpec(augmented=aug))
-    with pytest.raises(ValidationError, match="needs known"):
+    with pytest.raises(ValidationError, match="needs ScenarioSpec.known"):
         _run(orig, syn, model=model, scenario="partially_known",
              estimator=EstimatorSpec(augmented=aug))
 

@@ -154,7 +154,7 @@ def test_bayesian_synthesizer_is_an_abstract_base_class():
     from bayes_risk.models._bayesian.base import BayesianSynthesizer
 
     assert inspect.isabstract(BayesianSynthesizer)
-    assert {"record_loglik", "dataset_loglik", "fit_augmented", "_synthesize_one"} <= set(
+    assert {"record_loglik", "dataset_loglik", "_synthesize_one"} <= set(
         BayesianSynthesizer.__abstractmethods__
     )
 

@@ -278,11 +278,12 @@ def test_attribute_run_refuses_arguments_that_do_not_go_together_before_any_work
         (dict(scenario=ScenarioSpec("known_records", known_fraction=0.5), known_curve=[0.5]),
          "OPTION_CONFLICT", "known_curve needs scenario='worst_case' (it sets the known records"),
         (dict(scenario="second_largest", records=[1], largest_value={"column": "a"}),
-         "OPTION_CONFLICT", "records needs scenario='worst_case' or"),
+         "OPTION_CONFLICT", "records needs scenario='worst_case', 'partially_known'"),
         (dict(scenario="second_largest"), "OPTION_REQUIRED",
-         "scenario='two_largest_sum' needs column (the magnitude column)"),
+         "scenario='largest_value', 'second_largest' or 'two_largest_sum' needs column (the "
+         "magnitude column)"),
         (dict(largest_value={"delta": 0.1}), "OPTION_CONFLICT",
-         "delta needs scenario='largest_value' or"),
+         "delta needs scenario='largest_value', 'second_largest' or 'two_largest_sum'."),
         (dict(max_size=1), "OPTION_REQUIRED", "max_size needs known_sweep"),
         (dict(known_curve=[0.5, 1.5]), "INVALID_ARGUMENT", "known_curve must be"),
     ]:

@@ -92,7 +92,8 @@ def test_scenario_errors_cli(saved_dpmpm, tmp_path, capsys):
     assert r.returncode != 0 and "--known needs --scenario partially-known" in r.stderr
     # --delta is read only by the largest-value scenarios: refused elsewhere, not ignored
     r = _in_process([*base, "--delta", "0.1", "--out", str(tmp_path / "d")], capsys)
-    assert r.returncode != 0 and "--delta needs --scenario largest-value or" in r.stderr
+    assert r.returncode != 0 and ("--delta needs --scenario largest-value, second-largest or "
+                                  "two-largest-sum.") in r.stderr
     r = _in_process([*base, "--scenario", "second-largest", "--column", "AGE", "--delta", "-0.1",
                      "--out", str(tmp_path / "e")], capsys)
     assert r.returncode != 0 and "--delta must be a finite number > 0. Got -0.1" in r.stderr

@@ -130,7 +130,7 @@ def _raise_sites(folder: Path) -> list[tuple[str, int, bool]]:
 
 def test_every_raise_site_of_the_cli_names_its_code():
     sites = _raise_sites(ROOT / "bayes_risk" / "cli")
-    assert len(sites) > 20  # the scan finds them (40 on 2026-11-30; fewer is the aim)
+    assert len(sites) > 20  # the scan finds them (fewer sites is the aim)
     missing = [f"{p}:{n}" for p, n, coded in sites if not coded]
     assert not missing, f"errors raised without code=: {missing}"
 

@@ -282,7 +282,7 @@ def small():
     ({"microaggregation": ["v"], "strata": ["v"]}, ValidationError, "OPTION_CONFLICT",
      "also changed"),
     ({"add_noise": ["v"], "strata": ["b"]}, ValidationError, "OPTION_CONFLICT",
-     "strata needs pram or local_suppression or microaggregation"),
+     "strata needs pram, local_suppression or microaggregation"),
     ({"microaggregation": ["v", "w"], "strata": ["n"]}, ValidationError,
      "REMEDY_NOT_APPLICABLE", "fewer than aggr=3"),
     ({"local_suppression": ["a"], "k": 7, "strata": ["b"]}, ValidationError,
