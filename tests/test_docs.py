@@ -193,6 +193,43 @@ def test_landing_page_has_an_audit_entry():
     assert card.group(1) == "user_guide/audit" and (DOCS / "user_guide" / "audit.md").is_file()
 
 
+def _table_cells(row: str) -> int:
+    """Cell separators of a Markdown table row: `|` outside code spans, not escaped."""
+    count, i = 0, 0
+    while i < len(row):
+        if row[i] == "\\":
+            i += 2
+            continue
+        if row[i] == "`":
+            ticks = re.match(r"`+", row[i:]).group()
+            end = row.find(ticks, i + len(ticks))
+            i = end + len(ticks) if end != -1 else i + len(ticks)
+            continue
+        count += row[i] == "|"
+        i += 1
+    return count
+
+
+@needs_docs_tree
+def test_markdown_tables_have_one_width():
+    # a row with fewer cells than its header renders with its figures under the wrong columns,
+    # silently (MyST pads it); an update of one table once cut four rows of another
+    offenders = []
+    for page in [*sorted(DOCS.rglob("*.md")), ROOT / "README.md"]:
+        lines = page.read_text(encoding="utf-8").splitlines()
+        for i, line in enumerate(lines[:-1]):
+            if not (line.startswith("|") and re.match(r"\|\s*:?-{3,}", lines[i + 1])):
+                continue
+            width = _table_cells(line)
+            for j in range(i, len(lines)):
+                if not lines[j].startswith("|"):
+                    break
+                if (cells := _table_cells(lines[j])) != width:
+                    offenders.append(f"{page.relative_to(ROOT)}:{j + 1}: {cells - 1} cells, "
+                                     f"the header has {width - 1}")
+    assert not offenders, "\n".join(offenders)
+
+
 @needs_docs_tree
 def test_docs_examples_use_current_call_forms():
     # schema is keyword-only in fit(): a positional one is a TypeError in the built page
