@@ -291,8 +291,7 @@ def membership_risk(
 
     targets, role, source, src_row, slots = plan(model, orig, members, hold, int(population),
                                                  pop_rng, slot_rng, rows_)
-    T = len(targets)
-    n_non = T - len(members)
+    T, n_non = len(targets), len(targets) - len(members)
     uslots, slot_inv = np.unique(slots, return_inverse=True)
 
     # partial synthesis: the release shows slot i's unsynthesized values r; the target can be
