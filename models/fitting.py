@@ -77,9 +77,10 @@ def fit_model(
     ------
     ValidationError
         No ``method``, a model that cannot be saved (``MODEL_UNSUITED``), settings the model
-        does not take or needs (``OPTION_CONFLICT``, ``OPTION_REQUIRED``), a column that is not
-        in the table (``UNKNOWN_COLUMN``), bad ``records`` or too little memory
-        (``MEMORY_TOO_LARGE``), before the fit.
+        does not take or needs (``OPTION_CONFLICT``, ``OPTION_REQUIRED``), bad ``records`` or
+        too little memory (``MEMORY_TOO_LARGE``), before the fit.
+    SchemaError
+        A column of ``columns`` that is not in the table (``UNKNOWN_COLUMN``).
     """
     import numpy as np
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bayes_risk.auditing.demo import DEMO_SEED
 from bayes_risk.cli._common import (
     add_out_argument,
     add_quiet_argument,
@@ -24,6 +25,6 @@ def add_parser(sub: Any) -> None:
     add_out_argument(p, "the data, the releases and the audits", required=False,
                      default="demo-output")
     add_argument_options(p, "bayes_risk.auditing.demo:run_demo")
-    add_seed_argument(p, default=2026)
+    add_seed_argument(p, default=DEMO_SEED)
     add_quiet_argument(p)
     p.set_defaults(handler=Handler("bayes_risk.cli.demo"))
