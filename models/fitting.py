@@ -36,7 +36,7 @@ def fit_model(
         f"every record); {RECORDS_HELP}", metavar="RANGE|FILE")] = None,
     options: Mapping[str, Any] | None = None,
     sampling: Mapping[str, Any] | None = None,
-    schema: Callable[..., Any] | None = None,
+    infer: Callable[..., Any] | None = None,
     random_seed: int | None = None,
     progressbar: bool = True,
 ) -> tuple[Any, pd.DataFrame]:
@@ -62,8 +62,8 @@ def fit_model(
         (:func:`bayes_risk.registry.fit_options`, :func:`~bayes_risk.registry.model_settings`).
     sampling : mapping, optional
         The sampler settings given (:class:`~bayes_risk.models.Sampling`'s fields).
-    schema : callable, optional
-        ``schema(table, categorical_only=..., synthesized=...)``: the table's schema (default
+    infer : callable, optional
+        ``infer(table, categorical_only=..., synthesized=...)``: the table's schema (default
         :func:`~bayes_risk.data.infer_schema`).
     random_seed : int, optional
     progressbar : bool
@@ -87,6 +87,7 @@ def fit_model(
     from bayes_risk._lazy import overlap
     from bayes_risk._memory import check_forest_memory, check_posterior_memory
     from bayes_risk.contract import capabilities
+    from bayes_risk.data import infer_schema
     from bayes_risk.data.schema import check_names
     from bayes_risk.exceptions import ValidationError, arg_name
     from bayes_risk.models.persistence import warm_up_writer
@@ -105,8 +106,8 @@ def fit_model(
     cls = get_synthesizer(method)
     info = capabilities(cls)
     if not info.persistence:
-        raise ValidationError(f"--method {method}: {cls.__name__} cannot be saved (it has no "
-                              "save and load), so 'fit' cannot write a model folder.",
+        raise ValidationError(f"{arg_name('method', method)}: {cls.__name__} cannot be saved "
+                              "(it has no save and load), so 'fit' cannot write a model folder.",
                               code="MODEL_UNSUITED")
     table_options = fit_options()
     # the MCMC options given, the model-specific ones, the seed and the progress bar: each
@@ -119,8 +120,8 @@ def fit_model(
     df = original() if callable(original) else original
     if columns:
         df = df[check_names(columns, list(df.columns), "columns")]
-    schema = _schema(schema)(df, categorical_only=info.categorical_only,
-                             synthesized=synthesized or None)
+    schema = (infer or infer_schema)(df, categorical_only=info.categorical_only,
+                                     synthesized=synthesized or None)
     check_option_columns(settings, table_options, schema)
     model = cls.from_settings(settings)  # --draws ... grouped as sampling=Sampling(...)
     fit_kw: dict[str, Any] = {}
@@ -159,7 +160,7 @@ def fit_synthesizer(
         "the other records keep all original values (pmm: the recipients; default the records "
         f"of sensitive cells); {RECORDS_HELP}", metavar="RANGE|FILE")] = None,
     options: Mapping[str, Any] | None = None,
-    schema: Callable[..., Any] | None = None,
+    infer: Callable[..., Any] | None = None,
     probe: Callable[[Any, Any], None] | None = None,
     random_seed: Any = None,
     progressbar: bool = True,
@@ -186,8 +187,8 @@ def fit_synthesizer(
     options : mapping, optional
         The model-specific options given, by their destinations
         (:func:`bayes_risk.fit_options.trees.tree_options`).
-    schema : callable, optional
-        ``schema(table, categorical_only=...)``: the table's schema (default
+    infer : callable, optional
+        ``infer(table, categorical_only=...)``: the table's schema (default
         :func:`~bayes_risk.data.infer_schema`).
     probe : callable, optional
         ``probe(release, folder)`` writes a release as the run writes it (by default its
@@ -213,7 +214,7 @@ def fit_synthesizer(
 
     from bayes_risk._memory import check_release_size, forest_bytes, load_what_the_run_loads
     from bayes_risk.contract import capabilities
-    from bayes_risk.data import check_m
+    from bayes_risk.data import check_m, infer_schema
     from bayes_risk.exceptions import ValidationError, arg_name, on_command_line
     from bayes_risk.fit_options.trees import tree_options
     from bayes_risk.registry import (
@@ -231,8 +232,8 @@ def fit_synthesizer(
     cls = get_synthesizer(method)
     info = capabilities(cls)
     if info.convergence:
-        raise ValidationError(f"--method {method}: {cls.__name__} is fitted by MCMC, whose "
-                              "convergence checks 'bayes-risk fit' reports; fit it with "
+        raise ValidationError(f"{arg_name('method', method)}: {cls.__name__} is fitted by MCMC, "
+                              "whose convergence checks 'bayes-risk fit' reports; fit it with "
                               f"'bayes-risk fit ORIGINAL --method {method} --out MODEL_DIR', "
                               "then synthesize with 'bayes-risk synthesize --model MODEL_DIR'.",
                               code="OPTION_CONFLICT")
@@ -243,7 +244,7 @@ def fit_synthesizer(
                    options=table_options)
     m = check_m(m if m is not None else int(getattr(cls, "default_m", 5)))
     df = original() if callable(original) else original
-    schema = _schema(schema)(df, categorical_only=info.categorical_only)
+    schema = (infer or infer_schema)(df, categorical_only=info.categorical_only)
     check_option_columns(settings, table_options, schema)
     write = probe or (lambda release, folder: release.save(folder))
     load_what_the_run_loads(cls, settings, df, lambda fitted, folder: write(
@@ -257,13 +258,6 @@ def fit_synthesizer(
     model.fit(df, schema=schema, synthesized=synthesized, records=fit_records,
               random_seed=random_seed)
     return model, m, df
-
-
-def _schema(schema: Callable[..., Any] | None) -> Callable[..., Any]:
-    """The function inferring a table's schema (default :func:`~bayes_risk.data.infer_schema`)."""
-    from bayes_risk.data import infer_schema
-
-    return infer_schema if schema is None else schema
 
 
 def _records(records: str | Sequence[int], n: int) -> list[int]:

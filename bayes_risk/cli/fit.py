@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     model, df = fit_model(lambda: read_records_table(args),
                           **argument_values(fit_model, vars(args)), options=vars(args),
                           sampling=spec_values(Sampling, vars(args)),
-                          schema=lambda df, **kw: schema_from_args(df, args, **kw),
+                          infer=lambda df, **kw: schema_from_args(df, args, **kw),
                           random_seed=args.random_seed, progressbar=not args.quiet)
     from bayes_risk._io import write_json
     from bayes_risk.data.statfiles import LABELS_FILE, file_labels

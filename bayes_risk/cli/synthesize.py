@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         # from the synthesis streams spawned from seed
         model, m, df = fit_synthesizer(
             lambda: read_records_table(args), **argument_values(fit_synthesizer, vars(args)),
-            options=vars(args), schema=lambda df, **kw: schema_from_args(df, args, **kw),
+            options=vars(args), infer=lambda df, **kw: schema_from_args(df, args, **kw),
             probe=lambda release, folder: release.save(folder, csv=args.csv),
             random_seed=[seed, 1], progressbar=not args.quiet)
         labels = file_labels(df)
