@@ -211,7 +211,7 @@ def cli_arguments(arguments: Arguments) -> list[tuple[str, CliOption]]:
     --------
     >>> [(name, opt.flag) for name, opt in cli_arguments(
     ...     "bayes_risk.membership.api:membership_risk")]
-    [('population', '--population'), ('selection', '--selection')]
+    [('records', '--records'), ('population', '--population'), ('selection', '--selection')]
     """
     table = arguments if isinstance(arguments, Mapping) else parameter_metadata(arguments)
     return [(name, meta["cli"]) for name, meta in table.items() if "cli" in meta]

@@ -115,6 +115,10 @@ STEP_ARGUMENTS = (cli_option("radius"), ModelOption("k"))
 
 def run(parser, step, data, a, b, c, d, e, f, g, h, i, j, k):
     parser.add_argument("--x")
+    parser.add_argument("-m", type=int)
+    parser.add_argument("original", metavar="ORIGINAL")
+    parser.add_argument("-q", "--quiet", action="store_true")
+    parser.add_argument(option.flag, help=option.help)
     check_int(a, "a")
     if step == "identification":
         raise ValueError("data must be a pandas DataFrame")
@@ -146,7 +150,10 @@ def test_counts_of_issue_87_on_a_hand_counted_package(sc, tmp_path):
     # "attribute_risk", not the measure module's own NAME)
     assert f["measure_names_in_auditing"] == 4
     assert (f["cli_option_calls"], f["model_option_calls"], f["arguments_tables"],
-            f["add_argument_calls"], f["specs_check_calls"]) == (1, 1, 1, 1, 1)
+            f["add_argument_calls"], f["specs_check_calls"]) == (1, 1, 1, 5, 1)
+    # by hand and not of the files and the terminal: --x and -m (ORIGINAL and --quiet are,
+    # option.flag is read off a declaration)
+    assert [x.split()[-1] for x in c.hand_options_outside_files_terminal] == ["--x", "-m"]
     assert f["dataframe_message_sites"] == 1
     assert f["hand_guard_blocks"] == 1  # the first if raises, the second does not
 
@@ -200,6 +207,10 @@ def test_invariants_of_the_repository_counts(sc):
     # one option mechanism (issue 87): a function's options are declared on its parameters
     # (Annotated[T, cli_option(...)]) and read off its signature, no *_ARGUMENTS table
     assert counts["total"].arguments_tables == []
+    # and a parser declares by hand only the options of the files and the terminal (inputs,
+    # outputs, the run itself: the counter's FILES_TERMINAL_OPTIONS); every other option is
+    # declared by the library with cli_option, on the function or spec the run calls
+    assert counts["total"].hand_options_outside_files_terminal == []
     assert counts["total"].dataframe_message_sites == []
     for item in counts["total"].modules_over_600_lines:
         path, n = item.split(" (")

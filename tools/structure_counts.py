@@ -59,6 +59,12 @@ cli_option_calls, model_option_calls, arguments_tables, add_argument_calls
     names ending in ``_ARGUMENTS`` (tables restating a function's parameters with their
     options, replaced by options declared on the parameters themselves,
     ``param: Annotated[T, cli_option(...)]``), calls of ``.add_argument(...)``.
+hand_options_outside_files_terminal
+    Of those ``.add_argument(...)`` calls, the hand-written ones (the option's flag or
+    destination written in the call, not read off a declaration) whose option (its long flag,
+    else its first) is not one of the files and the terminal (:data:`FILES_TERMINAL_OPTIONS`):
+    every other option is declared by the library (``cli_option``) and added by
+    ``add_argument_options`` / ``add_spec_options``.
 specs_check_calls
     Calls of ``check_int``, ``check_flag`` or ``check_option`` (``bayes_risk._specs``).
 dataframe_message_sites
@@ -91,6 +97,20 @@ _NAMESPACE_CALLS = frozenset({"globals", "vars", "locals"})
 _IMPORT_PATH = re.compile(r"^[A-Za-z_]\w*(\.\w+)*:\w+(\.\w+)*$")
 _PACKAGE_PATH = re.compile(r"^(bayes_risk|models)(\.\w+)+$")
 _PLACEHOLDER = "X"
+#: the options a parser may declare by hand (issue 87): those of the files and the terminal,
+#: the run's inputs, outputs and the run itself (a positional by its destination); the others
+#: are the library's, declared with ``cli_option`` on the function or spec the run calls
+FILES_TERMINAL_OPTIONS = frozenset({
+    # inputs: the tables, the release, a fitted model, earlier outputs, and how they are read
+    "original", "synthetic", "--model", "--model-function", "--holdout", "--before", "--space",
+    "--selected", "--recoded", "--missing-code", "--allow-different-original",
+    "--allow-other-model",
+    # outputs
+    "--out", "--overwrite", "--resume", "--format", "--csv",
+    # the run itself: its seed, terminal, memory and Dask cluster
+    "--random-seed", "--quiet", "--version", "--memory", "--scheduler", "--workers",
+    "--partition-size", "--dashboard",
+})
 
 
 @dataclass
@@ -118,6 +138,7 @@ class Counts:
     model_option_calls: list[str] = field(default_factory=list)
     arguments_tables: list[str] = field(default_factory=list)
     add_argument_calls: list[str] = field(default_factory=list)
+    hand_options_outside_files_terminal: list[str] = field(default_factory=list)
     specs_check_calls: list[str] = field(default_factory=list)
     dataframe_message_sites: list[str] = field(default_factory=list)
     hand_guard_blocks: list[str] = field(default_factory=list)
@@ -342,6 +363,16 @@ def _measure_names(root: Path) -> frozenset[str]:
     return frozenset(p.stem for p in folder.glob("*.py") if not p.stem.startswith("_"))
 
 
+def _hand_option(call: ast.Call) -> str | None:
+    """The option an ``add_argument`` call declares by hand: its long flag, else its first flag
+    or destination, written as strings in the call (``None``: read off a declaration)."""
+    names = [a.value for a in call.args
+             if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    if not names:
+        return None
+    return next((n for n in names if n.startswith("--")), names[0])
+
+
 def count_file(root: Path, path: Path) -> Counts:
     """The counts of one file of the package below ``root``."""
     source = path.read_text(encoding="utf-8")
@@ -435,6 +466,9 @@ def count_file(root: Path, path: Path) -> Counts:
                     }.get(name)
             if kind is not None:
                 kind.append(f"{where} {name}")
+            option = _hand_option(node) if name == "add_argument" else None
+            if option is not None and option not in FILES_TERMINAL_OPTIONS:
+                c.hand_options_outside_files_terminal.append(f"{where} {option}")
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             if "must be a pandas DataFrame" in node.value:
                 c.dataframe_message_sites.append(where)

@@ -9,7 +9,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bayes_risk._constraints import Interval, SequenceOf, check_fields, checked
-from bayes_risk._specs import as_spec, cli_option, cli_spec, parse_radius, split_lists
+from bayes_risk._specs import (
+    RECORDS_HELP,
+    as_spec,
+    cli_option,
+    cli_spec,
+    parse_radius,
+    split_lists,
+)
 from bayes_risk._utility_specs import (
     COMBINING_RULES,
     PROPENSITY_METHODS,
@@ -208,7 +215,9 @@ class AuditSettings:
         "every value is a level)", metavar="N|none", parse=lambda text: _numbers(
             text, none=True, one=True), group=SETTINGS_GROUP)
         | checked([Interval(int, 2), None]))
-    attribute_records: Sequence[int] | None = None
+    attribute_records: Sequence[int] | None = field(default=None, metadata=cli_option(
+        "--records", f"records for attribute risk (default all): {RECORDS_HELP}",
+        metavar="RANGE|FILE", group=SETTINGS_GROUP))
     attribute_estimator: EstimatorSpec | str = field(default="auto", metadata=cli_spec(
         EstimatorSpec,
         kind={"flag": "--attribute-estimator", "group": SETTINGS_GROUP,

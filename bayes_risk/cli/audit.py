@@ -46,8 +46,8 @@ def run(args: argparse.Namespace) -> int:
 
     # the thresholds and settings first: a bad one is refused before any input is read
     thresholds = Thresholds.parse(args.threshold)
-    settings = AuditSettings(**{**spec_values(AuditSettings, vars(args)),
-                                "thresholds": thresholds},
+    settings = AuditSettings(**{**spec_values(AuditSettings, vars(args)),  # --records: below
+                                "thresholds": thresholds, "attribute_records": None},
                              allow_other_model=args.allow_other_model,
                              model_function=args.model_function)
     before = _before(args)

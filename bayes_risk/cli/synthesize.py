@@ -13,45 +13,15 @@ __all__ = ["run"]
 _DEFAULT_M_SAVED = 5
 
 
-def _synthesizer_class(args: argparse.Namespace) -> tuple[type, dict[str, Any]]:
-    """``--method``'s registered class and its settings, checked before any data is read."""
-    from bayes_risk.contract import capabilities
-    from bayes_risk.exceptions import ValidationError
-    from bayes_risk.fit_options.trees import tree_options
-    from bayes_risk.models import get_synthesizer
-    from bayes_risk.registry import check_required, model_settings
-
-    cls = get_synthesizer(args.method)
-    info = capabilities(cls)
-    if info.convergence:
-        raise ValidationError(f"--method {args.method}: {cls.__name__} is fitted by MCMC, whose "
-                              "convergence checks 'bayes-risk fit' reports; fit it with "
-                              f"'bayes-risk fit ORIGINAL --method {args.method} --out MODEL_DIR', "
-                              "then synthesize with 'bayes-risk synthesize --model MODEL_DIR'.",
-                              code="OPTION_CONFLICT")
-    options = tree_options()
-    settings = model_settings(cls, args.method, options, vars(args),
-                              run={"progressbar": not args.quiet})
-    check_required(cls, args.method, synthesized=args.synthesize, settings=settings,
-                   options=options)
-    return cls, settings
-
-
 def run(args: argparse.Namespace) -> int:
     """Run ``bayes-risk synthesize``; returns the exit status."""
-    import numpy as np
-
-    from bayes_risk._memory import (
-        check_release_size,
-        check_saved_release,
-        forest_bytes,
-        load_what_the_run_loads,
-    )
+    from bayes_risk._memory import check_saved_release
     from bayes_risk._rng import given_or_fresh
+    from bayes_risk._specs import argument_values
     from bayes_risk.cli._common import read_records_table, write_run
     from bayes_risk.data import SyntheticData, check_m
     from bayes_risk.exceptions import ValidationError
-    from bayes_risk.fit_options.trees import tree_options
+    from bayes_risk.models.fitting import fit_synthesizer
 
     sampled = _sampling(args)
     if (args.original is None) == (args.model is None) and not (sampled and args.model):
@@ -74,36 +44,17 @@ def run(args: argparse.Namespace) -> int:
         if not sampled:
             check_saved_release(model, m)
     else:
-        if args.method is None:
-            raise ValidationError("--method (cart, rf, pmm or another registered synthesizer) is "
-                                  "required with ORIGINAL.", code="OPTION_REQUIRED")
-        cls, settings = _synthesizer_class(args)
-        m = check_m(args.m if args.m is not None else int(getattr(cls, "default_m", 5)), "-m")
-        from bayes_risk._specs import parse_records
         from bayes_risk.cli._common import schema_from_args
-        from bayes_risk.contract import capabilities
         from bayes_risk.data.statfiles import file_labels
-        from bayes_risk.registry import check_option_columns
 
-        df = read_records_table(args)
-        labels = file_labels(df)
-        schema = schema_from_args(df, args, categorical_only=capabilities(cls).categorical_only)
-        check_option_columns(settings, tree_options(), schema)
-        load_what_the_run_loads(cls, settings, df, lambda probe, folder: probe.synthesize(
-            1, random_seed=0).save(folder, csv=args.csv), schema=schema,
-            synthesized=args.synthesize)
-        model = cls.from_settings(settings)
-        check_release_size(m, len(df), len(df.columns),
-                            float(df.memory_usage(deep=True).sum()), fitted=True,
-                            forest=forest_bytes(model, len(df), args.synthesize or
-                                                schema.synthesized or schema.names))
-        records = None if args.records is None else np.asarray(
-            parse_records(args.records, len(df)), dtype=np.int64
-        )
         # fitting (tree tie-breaks, forest bootstraps) uses the stream [seed, 1], distinct
         # from the synthesis streams spawned from seed
-        model.fit(df, schema=schema, synthesized=args.synthesize, records=records,
-                  random_seed=[seed, 1])
+        model, m, df = fit_synthesizer(
+            lambda: read_records_table(args), **argument_values(fit_synthesizer, vars(args)),
+            options=vars(args), infer=lambda df, **kw: schema_from_args(df, args, **kw),
+            probe=lambda release, folder: release.save(folder, csv=args.csv),
+            random_seed=[seed, 1], progressbar=not args.quiet)
+        labels = file_labels(df)
     if sampled:
         from bayes_risk.models import sampling_with_synthesis
 
@@ -144,9 +95,10 @@ def _refuse_fitting_options(args: argparse.Namespace) -> None:
     from bayes_risk._specs import cli_arguments
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.fit_options.trees import tree_options
+    from bayes_risk.models.fitting import fit_synthesizer
 
-    given = [name for name, val in (("--method", args.method), ("--synthesize", args.synthesize),
-                                    ("--records", args.records)) if val is not None]
+    given = [opt.flag for name, opt in cli_arguments(fit_synthesizer) if name != "m"
+             and getattr(args, opt.key) is not None]
     given += [opt.flag for _, opt in cli_arguments(tree_options())
               if getattr(args, opt.dest) is not None]
     if given:

@@ -10,7 +10,7 @@ import pandas as pd
 
 from bayes_risk._constraints import Interval, checked
 from bayes_risk._rng import RandomSeed, as_generator
-from bayes_risk._specs import as_spec, cli_option
+from bayes_risk._specs import RECORDS_HELP, as_spec, cli_option
 from bayes_risk.attribute.refits import cache_folder
 from bayes_risk.contract import capabilities
 from bayes_risk.data.missing import missing_mask
@@ -186,7 +186,10 @@ def _check_tree_options(ratio: RatioSpec, rule: Any) -> None:
 
 def membership_risk(
     model: Any, original: pd.DataFrame, synthetic: Any, *,
-    holdout: pd.DataFrame | None = None, records: Sequence[int] | np.ndarray | None = None,
+    holdout: pd.DataFrame | None = None,
+    records: Annotated[Sequence[int] | np.ndarray | None, cli_option(
+        "--records", f"members to evaluate (default: all records): {RECORDS_HELP}",
+        metavar="RANGE|FILE")] = None,
     population: Annotated[int | None, cli_option(
         "--population", "look-alike non-members drawn from the model's posterior predictive "
         "(default: as many as the members without --holdout, else 0)", type=int, metavar="N")
@@ -288,8 +291,7 @@ def membership_risk(
 
     targets, role, source, src_row, slots = plan(model, orig, members, hold, int(population),
                                                  pop_rng, slot_rng, rows_)
-    T = len(targets)
-    n_non = T - len(members)
+    T, n_non = len(targets), len(targets) - len(members)
     uslots, slot_inv = np.unique(slots, return_inverse=True)
 
     # partial synthesis: the release shows slot i's unsynthesized values r; the target can be

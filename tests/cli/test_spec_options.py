@@ -32,7 +32,8 @@ SPECS_OF = {"identification": (MatchSpec, PopulationSpec), "membership": (Attack
             "audit": (AuditSettings,), "fit": (Sampling,), "disclosure": (ExclusionSpec,),
             "design": (DesignSpace, SearchSpec)}
 #: the fields of another spec a command declares alone (add_spec_options(fields=...))
-FIELDS_OF = {"design": ((EstimatorSpec, ("plugin_replicates",)),),
+FIELDS_OF = {"design": ((EstimatorSpec, ("plugin_replicates",)),
+                        (AuditSettings, ("thresholds",))),  # the audit's, its help the design's
              "orders": ((MatchSpec, ("radius", "radius_type", "quantile_groups")),
                         (PopulationSpec, ("membership", "sampling_fraction")))}
 
@@ -481,3 +482,17 @@ def test_orders_takes_the_intruder_options_of_identification():
         "known": ["A", "B"], "synthesized": ["B"]}
     assert orders._identification(subs["orders"].parse_args(
         ["o.csv", "--method", "cart", "--order", "A", "--out", "o"]), given) == {}
+
+
+def test_an_option_reused_by_another_command_keeps_its_declaration_and_its_help():
+    """``design --threshold`` is the audit's option (``AuditSettings.thresholds``: flag, action
+    and metavar declared once), with the design's help in the design's search group."""
+    subs = _subparsers()
+    audit, design = ({a.dest: a for a in subs[n]._actions} for n in ("audit", "design"))
+    for attr in ("option_strings", "metavar", "spec_field", "default"):
+        assert getattr(audit["threshold"], attr) == getattr(design["threshold"], attr), attr
+    assert type(audit["threshold"]) is type(design["threshold"])  # action="append"
+    assert design["threshold"].help.endswith("names and defaults: bayes-risk audit --help)")
+    group = next(g for g in subs["design"]._action_groups
+                 if design["threshold"] in g._group_actions)
+    assert design["resume"] in group._group_actions  # the search's own group

@@ -8,6 +8,7 @@ imported (a test checks ``sys.modules``). The options of a spec's fields are dec
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import re
 from collections.abc import Mapping
@@ -150,12 +151,15 @@ def _rewrite(part: str, options: Mapping[str, str], *, at_start: bool) -> str:
 
 
 def add_spec_options(parser: argparse.ArgumentParser, *specs: type,
-                     fields: tuple[str, ...] | None = None) -> None:
+                     fields: tuple[str, ...] | None = None, omit: tuple[str, ...] = (),
+                     changes: Mapping[str, Any] | None = None) -> None:
     """Declare on ``parser`` the command-line options of the fields of ``specs`` (their
     ``metadata["cli"]``, :func:`bayes_risk._specs.cli_option`, and the options a field holding a
     spec takes of it, :func:`bayes_risk._specs.cli_spec`), in field order, each in the argument
     group its option names (the parser's group of that title, else a new one); ``fields``: only
-    those fields' options.
+    those fields' options; ``omit``: not those (declared by a later call, further down the
+    help); ``changes``: attributes of the options replaced, as :func:`~bayes_risk._specs.cli_spec`
+    replaces them (another command's help of the same option).
 
     An option not given is ``None``: its field keeps the spec's default
     (:func:`bayes_risk._specs.spec_values`), and the spec checks the values, its messages
@@ -168,9 +172,9 @@ def add_spec_options(parser: argparse.ArgumentParser, *specs: type,
         options = [(spec, f, opt) for f, opt in cli_fields(spec)]
         options += [(inner, f, opt) for _, inner, held in cli_specs(spec) for f, opt in held]
         for owner, f, opt in options:
-            if fields is not None and f.name not in fields:
+            if (fields is not None and f.name not in fields) or f.name in omit:
                 continue
-            action = _declare(parser, opt)
+            action = _declare(parser, dataclasses.replace(opt, **changes or {}))
             action.spec_field = f"{owner.__name__}.{f.name}"
             action.library_names = (action.spec_field, f.name)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import textwrap
 
-from bayes_risk._specs import RECORDS_HELP
 from bayes_risk._thresholds import builtin_thresholds
 from bayes_risk.auditing.settings import SETTINGS_GROUP, AuditSettings
 from bayes_risk.cli._common import (
@@ -100,11 +99,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="fitted model folder written by 'bayes-risk fit' (attribute risk); "
                    "not needed for a CART or random-forest release")
     add_type_arguments(p)
-    g = p.add_argument_group(SETTINGS_GROUP)
+    p.add_argument_group(SETTINGS_GROUP)
     add_argument_options(p, "bayes_risk.auditing.api:audit")
-    add_spec_options(p, AuditSettings)
-    g.add_argument("--records", default=None, metavar="RANGE|FILE",
-                   help=f"records for attribute risk (default all): {RECORDS_HELP}")
+    add_spec_options(p, AuditSettings, omit=("attribute_records",))
+    add_spec_options(p, AuditSettings, fields=("attribute_records",))  # the group's last
     p.add_argument("--before", default=None, metavar="DIR",
                    help="an earlier audit folder of the same ORIGINAL (e.g. of the release "
                    "before 'bayes-risk remedy'): the report and summary.json show its verdict "

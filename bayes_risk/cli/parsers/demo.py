@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from bayes_risk.auditing.demo import DEMO_SEED
 from bayes_risk.cli._common import (
     add_out_argument,
     add_quiet_argument,
     add_seed_argument,
 )
-from bayes_risk.cli.parsers import Handler
+from bayes_risk.cli.parsers import Handler, add_argument_options
 
 __all__ = ["add_parser"]
 
@@ -23,28 +24,7 @@ def add_parser(sub: Any) -> None:
                        "(ce/audit/report.html, acs/audit/report.html, with report.md).")
     add_out_argument(p, "the data, the releases and the audits", required=False,
                      default="demo-output")
-    p.add_argument("-m", type=int, default=5, help="number of synthetic datasets (default 5)")
-    p.add_argument("--n-ce", type=int, default=5571, metavar="N",
-                   help="records in the CE-like table (default 5571, the size of the CE sample)")
-    p.add_argument("--n-acs", type=int, default=2000, metavar="N",
-                   help="records in the ACS-like table (default 2000)")
-    # default None: the DPMPM's own defaults (2 chains, 1,000 warm-up sweeps, K = 50, a run that
-    # extends itself while its convergence checks fail) with 300 draws kept every 5th sweep
-    # (the model keeps 500), so that the demo's fits and the audit's augmented fits are runs a
-    # user's could be, and the report's convergence checks speak of those
-    p.add_argument("--components", type=int, default=None, metavar="K",
-                   help="DPMPM truncation level (default: the model's, 50)")
-    p.add_argument("--tune", type=int, default=None,
-                   help="DPMPM warm-up sweeps per chain (default: the model's, 1000)")
-    p.add_argument("--draws", type=int, default=None,
-                   help="DPMPM kept draws per chain (default 300, taken every 5th of 1,500 "
-                        "sweeps, the run extending itself while its convergence checks fail; "
-                        "the model's default keeps 500; given, every sweep is kept and the run "
-                        "is not extended)")
-    p.add_argument("--chains", type=int, default=None,
-                   help="DPMPM chains (default: the model's, 2, run in parallel)")
-    p.add_argument("--part", choices=["all", "ce", "acs"], default="all",
-                   help="run only one part (default all)")
-    add_seed_argument(p, default=2026)
+    add_argument_options(p, "bayes_risk.auditing.demo:run_demo")
+    add_seed_argument(p, default=DEMO_SEED)
     add_quiet_argument(p)
     p.set_defaults(handler=Handler("bayes_risk.cli.demo"))

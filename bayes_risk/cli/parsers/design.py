@@ -7,6 +7,7 @@ from typing import Any
 
 from bayes_risk._search_spec import SEARCH, SearchSpec
 from bayes_risk.attribute.specs import EstimatorSpec
+from bayes_risk.auditing.settings import AuditSettings
 from bayes_risk.cli._common import add_run_arguments
 from bayes_risk.cli.parsers import add_argument_options, add_spec_options
 from bayes_risk.designing.space import SPACE, DesignSpace
@@ -75,8 +76,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     # the search: SearchSpec's options, then the audit's thresholds and --resume
     s = p.add_argument_group(SEARCH)
     add_spec_options(p, SearchSpec)
-    s.add_argument("--threshold", action="append", default=None, metavar="NAME=VALUE",
-                   help="verdict threshold (repeat; names and defaults: bayes-risk audit --help)")
+    add_spec_options(s, AuditSettings, fields=("thresholds",), changes={
+        "group": None, "help": "verdict threshold (repeat; names and defaults: bayes-risk audit "
+        "--help)"})  # the audit's option
     # how each candidate's attribute step estimates (the audit's option, declared once)
     add_spec_options(s, EstimatorSpec, fields=("plugin_replicates",))
     s.add_argument("--resume", action=_Resume, nargs=0, default=False,

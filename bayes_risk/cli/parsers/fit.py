@@ -10,7 +10,6 @@ import textwrap
 from typing import Any
 
 from bayes_risk._sampling_spec import Sampling
-from bayes_risk._specs import RECORDS_HELP
 from bayes_risk.cli._common import (
     add_input_arguments,
     add_run_arguments,
@@ -43,20 +42,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                               # --model-function (fit takes --method, not --model)
                               allow_abbrev=False)
     add_input_arguments(p, synthetic=None)
-    # no argparse choices: any registered synthesizer is accepted (bayes_risk.registry), and an
-    # unknown name gets the registry's error listing the registered ones
-    p.add_argument("--method", default=None, metavar="NAME",
-                   help="synthesis model (required): a name registered in the entry-point "
-                        "group bayes_risk.synthesizers (docs: 'Adding a model'); --synthesize "
-                        "is required for cart and rf, --identifying for pmm")
-    p.add_argument("--columns", nargs="+", default=None, metavar="COL",
-                   help="columns to model (default: all)")
-    p.add_argument("--synthesize", nargs="+", default=None, metavar="COL",
-                   help="columns to synthesize (default: all modelled columns = full synthesis)")
-    p.add_argument("--records", default=None, metavar="RANGE|FILE",
-                   help="partial synthesis of selected records: only their --synthesize "
-                        "columns are replaced, the other records are released unchanged (the "
-                        f"model is still fitted to every record); {RECORDS_HELP}")
+    # no argparse choices for --method: any registered synthesizer is accepted
+    # (bayes_risk.registry), and an unknown name gets the registry's error listing them
+    add_argument_options(p, "bayes_risk.models.fitting:fit_model")
     add_type_arguments(p, fits=True)
     # default None: the model's own defaults (DPMPM: 2 parallel chains, 1000 warm-up sweeps
     # + 500 draws kept every 5th sweep)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from bayes_risk._specs import RECORDS_HELP
 from bayes_risk.cli._common import add_input_arguments, add_run_arguments
 from bayes_risk.cli._runner import Run
 from bayes_risk.cli.parsers import add_argument_options, add_spec_options
@@ -13,8 +12,9 @@ from bayes_risk.membership.specs import AttackSpec, RatioSpec
 
 __all__ = ["add_parser", "RUN"]
 
+_RISK = "bayes_risk.membership.api:membership_risk"
 #: membership_risk of --model, ORIGINAL and SYN (records.csv with its index)
-RUN = Run("bayes_risk.membership.api:membership_risk",
+RUN = Run(_RISK,
           specs={"attack": AttackSpec, "ratio": RatioSpec},
           reads=("holdout", "model", "records", "progressbar", "random_seed",
                  "allow_other_model"),
@@ -79,10 +79,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--holdout", default=None, metavar="FILE",
                    help="records of the same population that were not in ORIGINAL "
                    "(non-members; a file of any format ORIGINAL takes)")
-    p.add_argument("--records", default=None, metavar="RANGE|FILE",
-                   help=f"members to evaluate (default: all records): {RECORDS_HELP}")
+    add_argument_options(p, _RISK, fields=("records",))
     add_spec_options(p, AttackSpec, RatioSpec)
-    add_argument_options(p, "bayes_risk.membership.api:membership_risk")
+    add_argument_options(p, _RISK, fields=("population", "selection"))
     add_run_arguments(p, RUN, "records.csv, summary.json and plots",
                       check="the --model", other_model=True)
     return p

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from bayes_risk._specs import RECORDS_HELP
 from bayes_risk.cli._common import (
     add_format_argument,
     add_model_function_argument,
@@ -18,6 +17,9 @@ from bayes_risk.cli.parsers.fit import add_model_options
 from bayes_risk.fit_options.trees import TREES, tree_options
 
 __all__ = ["add_parser"]
+
+#: the library's fit of a synthesizer to ORIGINAL, whose parameters declare their options
+_FIT = "bayes_risk.models.fitting:fit_synthesizer"
 
 _EPILOG = """\
 examples:
@@ -62,26 +64,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--model", metavar="DIR",
                    help="folder of a fitted model saved by 'bayes-risk fit' (instead of ORIGINAL)")
     add_model_function_argument(p)
-    # no argparse choices: any registered synthesizer is accepted (bayes_risk.registry), and an
-    # unknown name gets the registry's error listing the registered ones
-    p.add_argument("--method", default=None, metavar="NAME",
-                   help="synthesizer (required with ORIGINAL): cart, rf, pmm (Hawala's small-cell "
-                        "PMM of sensitive cells; synthpop's per-column 'pmm' is a "
-                        "--method-per-column method), or a model "
-                        "registered in the entry-point group bayes_risk.synthesizers (docs: "
-                        "'Adding a model'); Bayesian models are fitted with 'bayes-risk fit' "
-                        "and synthesized with --model")
-    p.add_argument("--synthesize", nargs="+", metavar="COL", default=None,
-                   help="columns to synthesize, in visit order (pmm: default all --identifying)")
+    # no argparse choices for --method: any registered synthesizer is accepted
+    # (bayes_risk.registry), and an unknown name gets the registry's error listing them
+    add_argument_options(p, _FIT, fields=("method", "synthesized"))
     add_type_arguments(p, fits=True)
-    p.add_argument("-m", type=int, default=None, metavar="M",
-                   help="number of synthetic datasets (default: the method's, 20 for cart/rf, "
-                   "1 for pmm, 5 for others and with --model)")
+    add_argument_options(p, _FIT, fields=("m",))
     add_seed_argument(p)
-    p.add_argument("--records", metavar="RANGE|FILE", default=None,
-                   help="partial synthesis of selected records: only they get synthetic "
-                   "values, the other records keep all original values (pmm: the recipients; "
-                   f"default the records of sensitive cells); {RECORDS_HELP}")
+    add_argument_options(p, _FIT, fields=("records",))
     # the model-specific options (not given: the model's default), declared once for 'fit' and
     # 'synthesize' by the models; each reaches the model whose __init__ takes its setting
     add_model_options(p, tree_options(), ", ".join(name for name, _ in TREES))
