@@ -24,18 +24,25 @@ from bayes_risk._constraints import (
     checked,
 )
 from bayes_risk._io import atomic_dir, read_json, to_jsonable, write_json
+from bayes_risk.data.manifest import (
+    CHECKSUMS,
+    FORMAT_VERSION,
+    GENERATION_SCHEMES,
+    MANIFEST_NAME,
+    bad_manifest,
+    check_dataset_file,
+    check_distinct_files,
+    check_tables,
+    damaged,
+    manifest_schema,
+    read_manifest,
+)
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import check_m, require_frame
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name
 
-__all__ = ["SyntheticData", "read_synthetic", "MANIFEST_NAME", "FORMAT_VERSION",
-           "GENERATION_SCHEMES", "generation_from_roles", "CHECKSUMS", "SAMPLING_FIELD",
+__all__ = ["SyntheticData", "read_synthetic", "generation_from_roles", "SAMPLING_FIELD",
            "SAMPLING_DESIGN", "sampled_records", "REMOVED_ROWS", "released_records"]
-
-#: how a release was generated (methods, Combining rules): partial synthesis; full synthesis
-#: redrawing the same n units; samples from synthetic populations; a sample of the census from
-#: partially synthetic populations (sampling with synthesis, Drechsler & Reiter 2010)
-GENERATION_SCHEMES = ("partial", "full-same-n", "full-population", "partial-sample")
 
 
 def generation_from_roles(schema: Schema | None,
@@ -149,14 +156,6 @@ def released_records(synthetic: Any, n: int) -> list[np.ndarray] | None:
                               f"({REMOVED_ROWS}) that do not fit its datasets' sizes; the "
                               "manifest is damaged.", code="MANIFEST_INVALID")
     return kept
-
-
-MANIFEST_NAME = "manifest.json"
-#: 2 since every manifest records checksums: a folder of version 2 without them is damaged
-FORMAT_VERSION = 2
-#: the manifest's field of the SHA-256 of the dataset files (and of its own other fields),
-#: as a model folder's ``model.json`` records them
-CHECKSUMS = "sha256"
 
 
 def _categorical_dtypes(df: pd.DataFrame) -> dict[str, Any]:
@@ -611,33 +610,14 @@ def _describe(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str]) 
 
 def _manifest_source(p: Path) -> _Source:
     """A release folder's manifest, checked before any dataset is read by it."""
-    man = read_json(p / MANIFEST_NAME, f"{p} is not a SyntheticData folder: {MANIFEST_NAME} "
-                    "not found.", code="NOT_A_RELEASE")
-    if not isinstance(man, dict) or man.get("format") != "bayes-risk SyntheticData":
-        raise ValidationError(f"{p / MANIFEST_NAME} is not a bayes-risk SyntheticData "
-                              "manifest.", code="NOT_A_RELEASE")
-    check_manifest(man, p)
-    files = [p / f for f in man["files"]]
-    check_distinct_files(files)  # a link to another dataset's file
-    version = man.get("format_version") or 0
-    if version > FORMAT_VERSION:
-        raise _bad_manifest(p, f"its format version {version} is newer than this "
-                            f"bayes-risk reads ({FORMAT_VERSION}); upgrade bayes-risk")
-    if not man.get(CHECKSUMS) and version >= 2:
-        # deleted checksums are damage, not an older release (the checksums detect damage,
-        # not tampering: whoever can write a folder can write its checksums)
-        raise _damaged(p, f"{MANIFEST_NAME} records no checksums, which every release of "
-                       f"its format version {version} records")
-    if not man.get(CHECKSUMS):
-        _warn_unverified(p)
-    return _Source(files, folder=p, manifest=man)
+    man = read_manifest(p)
+    return _Source([p / f for f in man["files"]], folder=p, manifest=man)
 
 
 def _tables(source: _Source, original: pd.DataFrame | None,
             labels: Mapping[str, Sequence[str]] | None) -> Iterator[pd.DataFrame]:
     """The release's tables, each aligned (``_align``) as soon as it is read: no name
     holds a table as read once it is aligned, so one such table is alive at a time."""
-    from bayes_risk._checksums import checksum_problem
     from bayes_risk.data.io import read_table
 
     if source.r_object is not None:
@@ -646,16 +626,8 @@ def _tables(source: _Source, original: pd.DataFrame | None,
         return
     man, p = source.manifest, source.folder
     if man is not None and p is not None:
-        sums = man.get(CHECKSUMS) or {}
-        for fname, f in zip(man["files"], source.files, strict=True):
-            if not f.is_file():
-                raise ValidationError(f"{p}: dataset file {fname} listed in the manifest is "
-                                      "missing.", code="MANIFEST_INVALID")
-            if sums:  # before it is read: a truncated Parquet file is no pyarrow traceback
-                problem = checksum_problem(p, {fname: sums[fname]}, MANIFEST_NAME,
-                                           _manifest_body(man), json_file=False)
-                if problem is not None:
-                    raise _damaged(p, problem)
+        for fname in man["files"]:
+            f = check_dataset_file(man, p, fname)
             yield _align(source, f, _read_or_damaged(f, man, p), original)
         return
     # a labelled column of a SAS, Stata or SPSS file is read as its codes where the original
@@ -683,8 +655,8 @@ def _align(source: _Source, f: Path, z: pd.DataFrame,
                 try:
                     z[c] = z[c].astype(t)
                 except (TypeError, ValueError) as err:
-                    raise _bad_manifest(source.folder, f"{f.name}: column {c!r} cannot be read "
-                                        f"as {t} ({err})") from err
+                    raise bad_manifest(source.folder, f"{f.name}: column {c!r} cannot be read "
+                                       f"as {t} ({err})") from err
         return _restore_categoricals(z, cats)
     if original is None:
         return z
@@ -703,16 +675,7 @@ def _checked(source: _Source, tables: list[pd.DataFrame],
                                         if k != "datasets"}, original_check=check)
     man, p = source.manifest, source.folder
     if man is not None and p is not None:
-        from bayes_risk._checksums import checksum_problem
-
-        _check_datasets_match(man, p, tables)
-        schema = _manifest_schema(man, p)
-        # last, so that a field's own check names it first: an edit the fields allow (another
-        # model_id, fingerprint or role) would otherwise pass as the release's provenance
-        problem = checksum_problem(p, man.get(CHECKSUMS) or {}, MANIFEST_NAME,
-                                   _manifest_body(man), files=False)
-        if problem is not None:
-            raise _bad_manifest(p, problem)
+        schema = check_tables(man, p, tables)
         flags = None
         if man.get("synthesized_records") is not None:
             flags = np.zeros(int(man["n_records"]), dtype=bool)
@@ -748,11 +711,6 @@ def _checked(source: _Source, tables: list[pd.DataFrame],
                          original_check=check)
 
 
-def _manifest_body(man: dict[str, Any]) -> dict[str, Any]:
-    """The manifest's fields its own checksum covers (all but the checksums)."""
-    return {k: v for k, v in man.items() if k != CHECKSUMS}
-
-
 def _write_dataset(z: pd.DataFrame, f: Path, file_format: str, labels: Any,
                    codes: dict[str, tuple[float, ...]]) -> None:
     """One dataset of a release in ``file_format`` (inside the release's atomic folder)."""
@@ -784,7 +742,7 @@ def _read_dataset(f: Path, man: dict[str, Any], p: Path) -> pd.DataFrame:
     else:
         from bayes_risk.data.statfiles import LABELS_FILE, read_stat_file
 
-        schema = _manifest_schema(man, p)
+        schema = manifest_schema(man, p)
         with warnings.catch_warnings():
             # a transport file's formats are mapped back from the release's codebook below
             if fmt == "xpt":
@@ -812,62 +770,6 @@ def _levels_from_codes(z: pd.DataFrame, labels: dict[str, Any]) -> pd.DataFrame:
     return z
 
 
-def _is_int(x: Any) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
-
-
-def _is_str_list(x: Any) -> bool:
-    return isinstance(x, list) and all(isinstance(v, str) for v in x)
-
-
-#: the fields of ``manifest.json``: (test, what is expected, required). A field the manifest does
-#: not hold is ``None``; every check names the field and what was found.
-_MANIFEST_FIELDS: dict[str, tuple[Any, str, bool]] = {
-    "format_version": (_is_int, "an integer", False),
-    "method": (lambda x: isinstance(x, str), "a text", False),
-    "settings": (lambda x: isinstance(x, dict), "an object", False),
-    "random_seed": (lambda x: _is_int(x) or isinstance(x, list), "an integer", False),
-    "m": (lambda x: _is_int(x) and x >= 1, "an integer >= 1", False),
-    "n_records": (lambda x: _is_int(x) and x >= 0, "an integer >= 0", True),
-    "n_records_per_dataset": (lambda x: isinstance(x, list) and all(_is_int(v) and v >= 0
-                                                                    for v in x),
-                              "a list of integers >= 0", False),
-    "columns": (_is_str_list, "a list of column names", False),
-    "files": (lambda x: _is_str_list(x) and len(x) >= 1, "a non-empty list of file names", True),
-    "categorical_dtypes": (lambda x: isinstance(x, dict), "an object", False),
-    "draw_index": (lambda x: isinstance(x, list) and all(_is_int(v) for v in x),
-                   "a list of integers", False),
-    "schema": (lambda x: isinstance(x, dict), "an object", False),
-    "synthesized_records": (lambda x: isinstance(x, list) and all(_is_int(v) for v in x),
-                            "a list of record numbers", False),
-    "extra": (lambda x: isinstance(x, dict), "an object", False),
-    "original_fingerprint": (lambda x: isinstance(x, (str, dict)), "a fingerprint", False),
-    "generation": (lambda x: x in GENERATION_SCHEMES,
-                   "one of " + ", ".join(repr(g) for g in GENERATION_SCHEMES), False),
-    "proper": (lambda x: isinstance(x, bool), "true or false", False),
-    "imputed_columns": (_is_str_list, "a list of column names", False),
-    CHECKSUMS: (lambda x: isinstance(x, dict) and all(
-        isinstance(k, str) and isinstance(v, str) and len(v) == 64 for k, v in x.items()),
-        "an object of SHA-256 checksums by file name", False),
-    "file_format": (lambda x: x in ("parquet", "csv", "sav", "zsav", "dta", "xpt"),
-                    "one of parquet, csv, sav, zsav, dta, xpt", False),
-    "dtypes": (lambda x: isinstance(x, dict) and all(isinstance(v, str) for v in x.values()),
-               "an object of dtype names", False),
-    "model_id": (lambda x: isinstance(x, str) and len(x) == 64
-                 and all(ch in "0123456789abcdef" for ch in x), "a SHA-256 (64 hexadecimal "
-                 "digits)", False),
-}
-
-
-def _damaged(p: Path, text: str) -> ValidationError:
-    """The error of a release folder whose dataset file was changed or cannot be read."""
-    return ValidationError(f"the release folder {str(p)!r} is damaged: {text}. A dataset changed "
-                           "or replaced after synthesis is not the release its manifest "
-                           "describes; write the release again with 'bayes-risk synthesize' (or "
-                           "SyntheticData.save), or copy it again from where it was written.",
-                           code="RELEASE_DAMAGED")
-
-
 def _read_or_damaged(f: Path, man: dict[str, Any], p: Path) -> pd.DataFrame:
     """One dataset file (:func:`_read_dataset`); a file its reader cannot read (a truncated
     Parquet file, not the format the manifest says) is ``RELEASE_DAMAGED``, naming it."""
@@ -880,131 +782,5 @@ def _read_or_damaged(f: Path, man: dict[str, Any], p: Path) -> pd.DataFrame:
     except (OSError, ValueError) as err:  # pyarrow's ArrowInvalid is a ValueError
         fmt = man.get("file_format") or "parquet"
         shown = {"parquet": "Parquet", "csv": "CSV"}.get(fmt, f"a {fmt} file")
-        raise _damaged(p, f"{f.name} cannot be read as {shown} ({type(err).__name__}: "
-                          f"{' '.join(str(err).split())[:160]})") from err
-
-
-def _warn_unverified(p: Path) -> None:
-    import warnings
-
-    from bayes_risk.exceptions import CALLER, DataWarning
-
-    warnings.warn(DataWarning(
-        f"the release folder {str(p)!r} was written by an older bayes-risk, whose manifest "
-        "records no checksums of its dataset files: a dataset changed, truncated or replaced "
-        "by another since cannot be detected (RELEASE_UNVERIFIED). Once you are satisfied that "
-        "it is intact, write it again to record them: "
-        "bayes_risk.SyntheticData.load(old).save(new).", code="RELEASE_UNVERIFIED"),
-        skip_file_prefixes=CALLER)
-
-
-def _bad_manifest(p: Path, text: str) -> ValidationError:
-    return ValidationError(f"{p / MANIFEST_NAME}: {text}. The manifest was altered or damaged; "
-                           "write the release again with 'bayes-risk synthesize' (or "
-                           "SyntheticData.save).", code="MANIFEST_INVALID")
-
-
-def check_manifest(man: dict[str, Any], folder: str | os.PathLike[str]) -> None:
-    """Validate a release manifest before anything is read by it.
-
-    Raises
-    ------
-    ValidationError
-        ``MANIFEST_INVALID``, naming the field and what was found.
-    """
-    p = Path(folder)
-    for name, (test, expected, required) in _MANIFEST_FIELDS.items():
-        value = man.get(name)
-        if value is None:
-            if required:
-                raise _bad_manifest(p, f"field {name!r} is missing")
-            continue
-        if not test(value):
-            raise _bad_manifest(p, f"field {name!r} must be {expected}; found {value!r}"[:300])
-    files = man["files"]
-    dup = sorted({f for f in files if files.count(f) > 1})
-    if dup:
-        raise _bad_manifest(p, f"'files' lists {dup} more than once (each dataset is one file)")
-    from bayes_risk.data.statfiles import RELEASE_FORMATS
-
-    fmt = man.get("file_format") or "parquet"
-    suffix = RELEASE_FORMATS[fmt]
-    root = p.resolve()
-    for f in files:
-        fp = Path(f)
-        if fp.is_absolute() or ".." in fp.parts or not f.strip():
-            raise _bad_manifest(p, f"dataset file {f!r} is not a file of the release folder")
-        if root not in (p / fp).resolve().parents:
-            raise _bad_manifest(p, f"dataset file {f!r} lies outside the release folder")
-        if fp.suffix.lower() != suffix:
-            raise _bad_manifest(p, f"dataset file {f!r} is not a {fmt} file ('file_format' is "
-                                f"{fmt!r})")
-    sums = man.get(CHECKSUMS)
-    if sums is not None:
-        unlisted = [f for f in [*files, MANIFEST_NAME] if f not in sums]
-        if unlisted:
-            raise _bad_manifest(p, f"{CHECKSUMS!r} records no checksum of {unlisted}")
-    if man.get("m") is not None and man["m"] != len(files):
-        raise _bad_manifest(p, f"'m' is {man['m']} but 'files' lists {len(files)} dataset(s)")
-    sizes = man.get("n_records_per_dataset")
-    if sizes is not None and (len(sizes) != len(files) or sizes[0] != man["n_records"]):
-        raise _bad_manifest(p, f"'n_records_per_dataset' {sizes} does not give one size per "
-                            f"dataset file ({len(files)}) starting with 'n_records' "
-                            f"({man['n_records']})")
-    imp, cols = man.get("imputed_columns"), man.get("columns")
-    if imp is not None and cols is not None and any(c not in cols for c in imp):
-        bad = [c for c in imp if c not in cols]
-        raise _bad_manifest(p, f"'imputed_columns' names {bad}, not among 'columns' {cols}")
-    rec = man.get("synthesized_records")
-    if rec is not None:
-        n = man["n_records"]
-        out = [r for r in rec if not 0 <= r < n]
-        if out:
-            raise _bad_manifest(p, f"'synthesized_records' holds {out[0]}, outside 0..{n - 1} "
-                                f"('n_records' {n})")
-        if len(set(rec)) != len(rec):
-            raise _bad_manifest(p, "'synthesized_records' lists a record more than once")
-
-
-def _check_datasets_match(man: dict[str, Any], p: Path, datasets: list[pd.DataFrame]) -> None:
-    """Each dataset has the manifest's number of records and columns."""
-    sizes = man.get("n_records_per_dataset")
-    field = "'n_records_per_dataset' gives" if sizes else "'n_records' is"
-    cols = man.get("columns")
-    for f, z, n in zip(man["files"], datasets, sizes or [man["n_records"]] * len(datasets),
-                       strict=True):
-        if len(z) != n:
-            raise _bad_manifest(p, f"{f} has {len(z)} records but {field} {n}")
-        if cols is not None and [str(c) for c in z.columns] != cols:
-            raise _bad_manifest(p, f"{f} has columns {[str(c) for c in z.columns]}, the manifest "
-                                f"lists {cols}")
-
-
-def _manifest_schema(man: dict[str, Any], p: Path) -> Schema | None:
-    if man.get("schema") is None:
-        return None
-    try:
-        return Schema.from_dict(man["schema"])
-    except (KeyError, TypeError, ValueError, AttributeError) as err:
-        if isinstance(err, ValidationError):
-            raise
-        raise _bad_manifest(p, f"field 'schema' is malformed ({err!r})") from err
-
-
-def check_distinct_files(paths: Sequence[Any], what: str = "synthetic") -> None:
-    """Refuse the same file (by file-system identity: a path twice, a link) given as two
-    datasets of a release (``DUPLICATE_DATASETS``)."""
-    seen: dict[tuple[int, int], int] = {}
-    for l, p in enumerate(paths):
-        try:
-            st = os.stat(p)
-        except OSError:
-            continue  # the reader reports a missing or unreadable file
-        k = seen.setdefault((st.st_dev, st.st_ino), l)
-        if k != l:
-            raise ValidationError(f"{what} datasets {k + 1} and {l + 1} are the same file "
-                                  f"({str(paths[k])!r} and {str(p)!r}: the same path, or a link "
-                                  "to the other's file). Counted as two draws of the synthesizer "
-                                  "it would make m look larger than it is and understate the "
-                                  "between-dataset variance and every combined interval; give "
-                                  "each synthetic dataset's file once.", code="DUPLICATE_DATASETS")
+        raise damaged(p, f"{f.name} cannot be read as {shown} ({type(err).__name__}: "
+                         f"{' '.join(str(err).split())[:160]})") from err
