@@ -1,7 +1,7 @@
-"""A release folder's ``manifest.json``: its name, format version and fields, and the checks of
-the folder by it, in the order the reading of a release (``synthetic._read_release``) runs them:
-the manifest before any dataset is read, each dataset file's checksum before it is read, then the
-datasets and the manifest's own checksum once every table is read."""
+"""A release folder's ``manifest.json``: its name, format version and fields, and the checks
+of the folder by it, in the order the reading of a release (``release_reader.read_release``)
+runs them: the manifest before any dataset is read, each dataset file's checksum before it is
+read, then the datasets and the manifest's own checksum once every table is read."""
 
 from __future__ import annotations
 
