@@ -404,7 +404,8 @@ class BayesianSynthesizer(FittedPosterior):
         return "\n".join(convergence_report.convergence_lines(self))
 
     def convergence_summary(self) -> dict[str, Any]:
-        """Convergence of the fit: the record written to ``convergence.json`` by :meth:`save`.
+        """Convergence of the fit: the record written to ``convergence.json`` by
+        :meth:`~bayes_risk.models._bayesian.fitted.FittedPosterior.save`.
 
         R-hat and ESS of label-invariant quantities (Vehtari et al. 2021), the posterior's group
         ``label_invariant``; see :doc:`/user_guide/bayesian_models`.
