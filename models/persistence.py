@@ -395,7 +395,8 @@ def read_posterior(p: Path) -> xr.DataTree:
 def save_bayesian(model: Any, path: str | os.PathLike[str]) -> Path:
     """Write a fitted Bayesian model's folder: ``posterior.nc`` (its draws, with the group
     ``label_invariant`` that ArviZ reads), ``data.parquet`` when synthesis copies records,
-    ``convergence.json`` and ``model.json`` (see :meth:`BayesianSynthesizer.save`)."""
+    ``convergence.json`` and ``model.json`` (see
+    :meth:`~bayes_risk.models._bayesian.fitted.FittedPosterior.save`)."""
     from bayes_risk._io import write_json
     from bayes_risk._lazy import lean_xarray
     from bayes_risk.data.provenance import model_id
@@ -436,7 +437,8 @@ def load_bayesian(cls: type, path: str | os.PathLike[str],
                   approve: Callable[[Path, dict[str, Any]], dict[str, Any]] | None = None
                   ) -> Any:
     """Read a folder written by :func:`save_bayesian` into a new fitted ``cls`` (its
-    convergence table read, not remade) — see :meth:`BayesianSynthesizer.load`.
+    convergence table read, not remade) — see
+    :meth:`~bayes_risk.models._bayesian.fitted.FittedPosterior.load`.
     ``approve(folder, settings)`` gives the settings the model is built with, once the folder's
     version and checksums are checked and before anything else is read (the PyMC model's
     function named by the user, :func:`~bayes_risk.models.pymc_model.function.approve_function`)."""

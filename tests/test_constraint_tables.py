@@ -521,7 +521,7 @@ RELATION_ENTRIES: dict[str, Callable[..., Any]] = {
         lambda d, **v: bayes_risk.known_sweep(d, [d], **{"candidates": ["Age", "Income"],
                                                          "progressbar": False, **v}),
     "bayes_risk.auditing.resolve._RELATIONS": lambda d, **v: _audit(d, **v),
-    "bayes_risk.models._bayesian.base.FROM_POSTERIOR_RELATIONS":
+    "bayes_risk.models._bayesian.fitted.FROM_POSTERIOR_RELATIONS":
         lambda d, **v: bayes_risk.models.DPMPM.from_posterior({}, None, **v),
     "bayes_risk.models.poisson.largest._RELATIONS":
         lambda d, **v: _fit("PoissonMixture", d, ["Age", "Educ"]).largest_value_loglik(

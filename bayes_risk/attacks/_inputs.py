@@ -15,7 +15,7 @@ from bayes_risk.data.alignment import warn_release_holds_original
 from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.missing import missing_mask
 from bayes_risk.data.normalise import as_synthetic_list, check_not_empty
-from bayes_risk.data.schema import Schema, did_you_mean
+from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import (
     check_release_levels,
     check_value_labels,
@@ -24,6 +24,7 @@ from bayes_risk.data.validate import (
     refuse_unknown_levels,
     release_levels,
     release_only_levels,
+    require_columns,
     require_frame,
     validate_table,
 )
@@ -80,13 +81,7 @@ def attack_inputs(
     if holdout is not None:
         named.append(("holdout", holdout))
     for name, t in named:
-        missing = [c for c in cols if c not in t.columns]
-        if missing:
-            raise ValidationError(
-                f"{name} has no column(s) {missing}; the attack's columns must be columns of "
-                "the original, of every synthetic dataset and of the holdout."
-                + did_you_mean(missing[0], t.columns),
-                code="MISSING_COLUMN")
+        require_columns(t, cols, name)
     tables = {name: t[cols].reset_index(drop=True) for name, t in named}
     real = pd.concat([tables["original"], *([tables["holdout"]] if holdout is not None else [])],
                      ignore_index=True)

@@ -1,5 +1,5 @@
 """Readers and writers of tables (CSV, Parquet, SAS, Stata, SPSS), and the alignment of a
-release's table to its original (the reading of a release: ``bayes_risk.data.synthetic``)."""
+release's table to its original (the reading of a release: ``bayes_risk.data.release_reader``)."""
 
 from __future__ import annotations
 

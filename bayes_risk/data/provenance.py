@@ -15,7 +15,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from bayes_risk.data.synthetic import SyntheticData, check_distinct_files, generation_from_roles
+from bayes_risk.data.manifest import check_distinct_files
+from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
 from bayes_risk.exceptions import CALLER, BayesRiskError, DataWarning, ValidationError, arg_name
 
 __all__ = ["model_release", "model_id", "identity_hash", "identity_settings", "check_release_model",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import os
-import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,19 +22,15 @@ from bayes_risk._constraints import (
     check_value,
     checked,
 )
-from bayes_risk._io import atomic_dir, read_json, to_jsonable, write_json
+from bayes_risk._io import atomic_dir, to_jsonable, write_json
+from bayes_risk.data.manifest import CHECKSUMS, FORMAT_VERSION, GENERATION_SCHEMES, MANIFEST_NAME
+from bayes_risk.data.release_reader import read_release
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import check_m, require_frame
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name
 
-__all__ = ["SyntheticData", "read_synthetic", "MANIFEST_NAME", "FORMAT_VERSION",
-           "GENERATION_SCHEMES", "generation_from_roles", "CHECKSUMS", "SAMPLING_FIELD",
+__all__ = ["SyntheticData", "read_synthetic", "generation_from_roles", "SAMPLING_FIELD",
            "SAMPLING_DESIGN", "sampled_records", "REMOVED_ROWS", "released_records"]
-
-#: how a release was generated (methods, Combining rules): partial synthesis; full synthesis
-#: redrawing the same n units; samples from synthetic populations; a sample of the census from
-#: partially synthetic populations (sampling with synthesis, Drechsler & Reiter 2010)
-GENERATION_SCHEMES = ("partial", "full-same-n", "full-population", "partial-sample")
 
 
 def generation_from_roles(schema: Schema | None,
@@ -151,14 +146,6 @@ def released_records(synthetic: Any, n: int) -> list[np.ndarray] | None:
     return kept
 
 
-MANIFEST_NAME = "manifest.json"
-#: 2 since every manifest records checksums: a folder of version 2 without them is damaged
-FORMAT_VERSION = 2
-#: the manifest's field of the SHA-256 of the dataset files (and of its own other fields),
-#: as a model folder's ``model.json`` records them
-CHECKSUMS = "sha256"
-
-
 def _categorical_dtypes(df: pd.DataFrame) -> dict[str, Any]:
     """Categories and order of the categorical columns (pyarrow loses integer categories)."""
     out = {}
@@ -170,14 +157,6 @@ def _categorical_dtypes(df: pd.DataFrame) -> dict[str, Any]:
                 "ordered": bool(dt.ordered),
             }
     return out
-
-
-def _restore_categoricals(df: pd.DataFrame, spec: dict[str, Any] | None) -> pd.DataFrame:
-    for c, d in (spec or {}).items():
-        if c in df.columns:
-            df[c] = pd.Categorical(df[c].to_numpy(dtype=object), categories=d["categories"],
-                                   ordered=d["ordered"])
-    return df
 
 
 @dataclass
@@ -514,7 +493,7 @@ class SyntheticData:
         DataWarning
             ``RELEASE_UNVERIFIED``: a folder written before the manifest recorded checksums.
         """
-        return _read_release(path, load=True)
+        return cls(**read_release(path, load=True))
 
     def equals(self, other: SyntheticData) -> bool:
         """True when datasets, provenance and schema are identical."""
@@ -522,7 +501,6 @@ class SyntheticData:
             return False
         same_data = all(a.equals(b) for a, b in zip(self.datasets, other.datasets, strict=False))
         return same_data and self.manifest() == other.manifest()
-
 
 
 def read_synthetic(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str], *,
@@ -549,208 +527,10 @@ def read_synthetic(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[s
     recoded : sequence of str, optional
         Columns the release recodes on purpose (:meth:`SyntheticData.declare_recoded`).
     """
-    return _read_release(paths, original=like, allow_different_original=allow_different_original,
-                         missing_labels=missing_labels, recoded=recoded)
-
-
-def _read_release(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str], *,
-                  original: pd.DataFrame | None = None, allow_different_original: bool = False,
-                  missing_labels: Mapping[str, Sequence[str]] | None = None,
-                  recoded: Sequence[str] | None = None, load: bool = False) -> SyntheticData:
-    """The one reading of a release, each step once and in this order: what describes it (a
-    folder's manifest, an R file's ``syn()`` object, or the files themselves), its tables,
-    each aligned as soon as it is read (to the manifest's dtypes, or to ``original``: one
-    table's copies alive at a time), then the checks of the whole. ``load``: ``paths`` is the
-    folder given to :meth:`SyntheticData.load`, whose manifest is required."""
-    source = _manifest_source(Path(paths)) if load else _describe(paths)  # type: ignore[arg-type]
-    release = _checked(source, list(_tables(source, original, missing_labels)),
-                       allow_different_original)
+    release = SyntheticData(**read_release(
+        paths, original=like, allow_different_original=allow_different_original,
+        missing_labels=missing_labels))
     return release.declare_recoded(recoded) if recoded else release
-
-
-@dataclass
-class _Source:
-    """What describes a release, read before its tables: the dataset files and, for a
-    folder, its checked manifest; for an R file, its ``syn()`` object's datasets and
-    provenance (R's file holds both)."""
-
-    files: list[Path]
-    folder: Path | None = None
-    manifest: dict[str, Any] | None = None
-    r_object: dict[str, Any] | None = None
-
-
-def _describe(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str]) -> _Source:
-    """The first step of ``_read_release`` for :func:`read_synthetic`'s ``paths``."""
-    from bayes_risk.data.synthpop_objects import R_SUFFIXES, read_syn_object
-
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]
-    paths = [Path(p) for p in paths]
-    if not paths:
-        raise ValidationError("no synthetic dataset given; expected at least one file or folder.",
-                              code="OPTION_REQUIRED")
-    if len(paths) == 1 and paths[0].suffix.lower() in R_SUFFIXES:  # synthpop's syn() object
-        return _Source(paths, r_object=read_syn_object(paths[0]))
-    if any(p.suffix.lower() in R_SUFFIXES for p in paths):
-        raise ValidationError("an R file holds a whole synthpop release (its syn() object); give "
-                              "it alone, not beside other files.", code="NOT_A_RELEASE")
-    if len(paths) == 1 and paths[0].is_dir():
-        if (paths[0] / MANIFEST_NAME).is_file():
-            return _manifest_source(paths[0])
-        raise ValidationError(f"{str(paths[0])!r} is a folder without {MANIFEST_NAME}; pass the "
-                              "synthetic files themselves or a folder written by `bayes-risk "
-                              "synthesize`.", code="NOT_A_RELEASE")
-    for p in paths:
-        if p.is_dir():
-            raise ValidationError(f"{str(p)!r} is a folder; give either one SyntheticData folder "
-                                  "or data files.", code="NOT_A_RELEASE")
-    check_distinct_files(paths)  # a file given twice, or a link to another's
-    return _Source(paths)
-
-
-def _manifest_source(p: Path) -> _Source:
-    """A release folder's manifest, checked before any dataset is read by it."""
-    man = read_json(p / MANIFEST_NAME, f"{p} is not a SyntheticData folder: {MANIFEST_NAME} "
-                    "not found.", code="NOT_A_RELEASE")
-    if not isinstance(man, dict) or man.get("format") != "bayes-risk SyntheticData":
-        raise ValidationError(f"{p / MANIFEST_NAME} is not a bayes-risk SyntheticData "
-                              "manifest.", code="NOT_A_RELEASE")
-    check_manifest(man, p)
-    files = [p / f for f in man["files"]]
-    check_distinct_files(files)  # a link to another dataset's file
-    version = man.get("format_version") or 0
-    if version > FORMAT_VERSION:
-        raise _bad_manifest(p, f"its format version {version} is newer than this "
-                            f"bayes-risk reads ({FORMAT_VERSION}); upgrade bayes-risk")
-    if not man.get(CHECKSUMS) and version >= 2:
-        # deleted checksums are damage, not an older release (the checksums detect damage,
-        # not tampering: whoever can write a folder can write its checksums)
-        raise _damaged(p, f"{MANIFEST_NAME} records no checksums, which every release of "
-                       f"its format version {version} records")
-    if not man.get(CHECKSUMS):
-        _warn_unverified(p)
-    return _Source(files, folder=p, manifest=man)
-
-
-def _tables(source: _Source, original: pd.DataFrame | None,
-            labels: Mapping[str, Sequence[str]] | None) -> Iterator[pd.DataFrame]:
-    """The release's tables, each aligned (``_align``) as soon as it is read: no name
-    holds a table as read once it is aligned, so one such table is alive at a time."""
-    from bayes_risk._checksums import checksum_problem
-    from bayes_risk.data.io import read_table
-
-    if source.r_object is not None:
-        for z in source.r_object["datasets"]:
-            yield _align(source, source.files[0], z, original)
-        return
-    man, p = source.manifest, source.folder
-    if man is not None and p is not None:
-        sums = man.get(CHECKSUMS) or {}
-        for fname, f in zip(man["files"], source.files, strict=True):
-            if not f.is_file():
-                raise ValidationError(f"{p}: dataset file {fname} listed in the manifest is "
-                                      "missing.", code="MANIFEST_INVALID")
-            if sums:  # before it is read: a truncated Parquet file is no pyarrow traceback
-                problem = checksum_problem(p, {fname: sums[fname]}, MANIFEST_NAME,
-                                           _manifest_body(man), json_file=False)
-                if problem is not None:
-                    raise _damaged(p, problem)
-            yield _align(source, f, _read_or_damaged(f, man, p), original)
-        return
-    # a labelled column of a SAS, Stata or SPSS file is read as its codes where the original
-    # holds numbers (a column declared numeric there)
-    numeric = [] if original is None else [
-        str(c) for c in original.columns if pd.api.types.is_numeric_dtype(original[c].dtype)
-        and not pd.api.types.is_bool_dtype(original[c].dtype)]
-    for f in source.files:
-        yield _align(source, f, read_table(f, missing_labels=labels, strict=False,
-                                           numeric=numeric), original)
-
-
-def _align(source: _Source, f: Path, z: pd.DataFrame,
-           original: pd.DataFrame | None) -> pd.DataFrame:
-    """One table aligned: a folder's to the dtypes and categories its manifest records; a
-    file's to ``original`` (numbers stored as text read as numbers where it holds numbers,
-    and its unchanged columns sharing the original's memory)."""
-    from bayes_risk.data.io import align_text_numbers, share_unchanged_columns
-
-    man = source.manifest
-    if man is not None and source.folder is not None:
-        cats = man.get("categorical_dtypes") or {}
-        for c, t in (man.get("dtypes") or {}).items():
-            if c in z.columns and c not in cats and str(z[c].dtype) != t:
-                try:
-                    z[c] = z[c].astype(t)
-                except (TypeError, ValueError) as err:
-                    raise _bad_manifest(source.folder, f"{f.name}: column {c!r} cannot be read "
-                                        f"as {t} ({err})") from err
-        return _restore_categoricals(z, cats)
-    if original is None:
-        return z
-    out = share_unchanged_columns(align_text_numbers(z, original), original)
-    out.attrs.update(z.attrs)  # the file's value labels, compared with the original's
-    return out
-
-
-def _checked(source: _Source, tables: list[pd.DataFrame],
-             allow_different_original: bool) -> SyntheticData:
-    """The release of the aligned ``tables``, once they are checked against what describes
-    them: the manifest's sizes, columns, schema and checksum, or each other's columns."""
-    check = "warn" if allow_different_original else "error"
-    if source.r_object is not None:
-        return SyntheticData(tables, **{k: v for k, v in source.r_object.items()
-                                        if k != "datasets"}, original_check=check)
-    man, p = source.manifest, source.folder
-    if man is not None and p is not None:
-        from bayes_risk._checksums import checksum_problem
-
-        _check_datasets_match(man, p, tables)
-        schema = _manifest_schema(man, p)
-        # last, so that a field's own check names it first: an edit the fields allow (another
-        # model_id, fingerprint or role) would otherwise pass as the release's provenance
-        problem = checksum_problem(p, man.get(CHECKSUMS) or {}, MANIFEST_NAME,
-                                   _manifest_body(man), files=False)
-        if problem is not None:
-            raise _bad_manifest(p, problem)
-        flags = None
-        if man.get("synthesized_records") is not None:
-            flags = np.zeros(int(man["n_records"]), dtype=bool)
-            flags[np.asarray(man["synthesized_records"], dtype=np.int64)] = True
-        return SyntheticData(
-            datasets=tables, method=man.get("method", "unknown"),
-            settings=man.get("settings") or {}, random_seed=man.get("random_seed"),
-            draw_index=man.get("draw_index"), schema=schema, synthesized_records=flags,
-            extra=man.get("extra") or {}, original_fingerprint=man.get("original_fingerprint"),
-            generation=man.get("generation"), proper=man.get("proper"),
-            imputed_columns=man.get("imputed_columns"), model_id=man.get("model_id"),
-            folder=str(p.resolve()), original_check=check)
-    paths = source.files
-    cols0 = list(tables[0].columns)
-    for f, z in zip(paths, tables, strict=True):
-        if len(z) == 0:
-            raise ValidationError(f"synthetic file {str(f)!r} has no records; expected one "
-                                  "dataset per file.", code="EMPTY_TABLE")
-        if set(z.columns) != set(cols0):
-            lacks = [c for c in cols0 if c not in z.columns]
-            extra = [c for c in z.columns if c not in cols0]
-            raise SchemaError(
-                f"synthetic file {str(f)!r} "
-                + (f"lacks column(s) {lacks}" if lacks else "")
-                + (" and " if lacks and extra else "")
-                + (f"has extra column(s) {extra}" if extra else "")
-                + f" compared with {str(paths[0])!r} (columns {cols0}).",
-                code="COLUMNS_DIFFER",
-            )
-    # columns are matched by name: a file written with another column order is reordered
-    tables = [z if list(z.columns) == cols0 else z[cols0] for z in tables]
-    return SyntheticData(tables, method="external", extra={"files": [str(f) for f in paths]},
-                         original_check=check)
-
-
-def _manifest_body(man: dict[str, Any]) -> dict[str, Any]:
-    """The manifest's fields its own checksum covers (all but the checksums)."""
-    return {k: v for k, v in man.items() if k != CHECKSUMS}
 
 
 def _write_dataset(z: pd.DataFrame, f: Path, file_format: str, labels: Any,
@@ -764,247 +544,3 @@ def _write_dataset(z: pd.DataFrame, f: Path, file_format: str, labels: Any,
         from bayes_risk.data.statfiles_write import write_stat_file
 
         write_stat_file(z, f, file_format, labels=labels, missing_codes=codes)
-
-
-def _read_dataset(f: Path, man: dict[str, Any], p: Path) -> pd.DataFrame:
-    """One dataset file of a release as its format holds it (its dtypes and categories: the
-    alignment, ``_align``)."""
-    fmt = man.get("file_format") or "parquet"
-    if fmt == "parquet":
-        return pd.read_parquet(f)
-    dtypes = man.get("dtypes") or {}
-    cats = man.get("categorical_dtypes") or {}
-    if fmt == "csv":
-        # texts as texts ("015" stays), categories by their own type; only an empty field is
-        # missing, as the CSV reader reads it
-        text = {c: str for c, t in dtypes.items()
-                if t in ("str", "object", "string") or (c in cats and all(
-                    isinstance(v, str) for v in cats[c]["categories"]))}
-        z = pd.read_csv(f, dtype=text, keep_default_na=False, na_values=[""])
-    else:
-        from bayes_risk.data.statfiles import LABELS_FILE, read_stat_file
-
-        schema = _manifest_schema(man, p)
-        with warnings.catch_warnings():
-            # a transport file's formats are mapped back from the release's codebook below
-            if fmt == "xpt":
-                warnings.filterwarnings("ignore", message=".*VALUE_LABELS_NOT_FOUND")
-            z = read_stat_file(f, numeric=schema.numeric if schema is not None else ())
-        z.attrs.clear()
-        if fmt == "xpt" and (p / LABELS_FILE).is_file():
-            z = _levels_from_codes(z, read_json(p / LABELS_FILE, ""))
-    return z
-
-
-def _levels_from_codes(z: pd.DataFrame, labels: dict[str, Any]) -> pd.DataFrame:
-    """A transport file's codes read back as the levels the release's codebook names."""
-    from bayes_risk.data.statfiles import LETTER_MISSING, FileLabels
-
-    fl = FileLabels.from_dict(labels)
-    for c, pairs in fl.level_codes.items():
-        if c not in z.columns:
-            continue
-        text = c in fl.text_columns
-        back = {(str(k) if text else LETTER_MISSING[k.lower()] if isinstance(k, str)
-                 else float(k)): lv for lv, k in pairs}
-        col = z[c].astype(object) if text else pd.to_numeric(z[c], errors="coerce")
-        z[c] = col.map(back).astype(object)
-    return z
-
-
-def _is_int(x: Any) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
-
-
-def _is_str_list(x: Any) -> bool:
-    return isinstance(x, list) and all(isinstance(v, str) for v in x)
-
-
-#: the fields of ``manifest.json``: (test, what is expected, required). A field the manifest does
-#: not hold is ``None``; every check names the field and what was found.
-_MANIFEST_FIELDS: dict[str, tuple[Any, str, bool]] = {
-    "format_version": (_is_int, "an integer", False),
-    "method": (lambda x: isinstance(x, str), "a text", False),
-    "settings": (lambda x: isinstance(x, dict), "an object", False),
-    "random_seed": (lambda x: _is_int(x) or isinstance(x, list), "an integer", False),
-    "m": (lambda x: _is_int(x) and x >= 1, "an integer >= 1", False),
-    "n_records": (lambda x: _is_int(x) and x >= 0, "an integer >= 0", True),
-    "n_records_per_dataset": (lambda x: isinstance(x, list) and all(_is_int(v) and v >= 0
-                                                                    for v in x),
-                              "a list of integers >= 0", False),
-    "columns": (_is_str_list, "a list of column names", False),
-    "files": (lambda x: _is_str_list(x) and len(x) >= 1, "a non-empty list of file names", True),
-    "categorical_dtypes": (lambda x: isinstance(x, dict), "an object", False),
-    "draw_index": (lambda x: isinstance(x, list) and all(_is_int(v) for v in x),
-                   "a list of integers", False),
-    "schema": (lambda x: isinstance(x, dict), "an object", False),
-    "synthesized_records": (lambda x: isinstance(x, list) and all(_is_int(v) for v in x),
-                            "a list of record numbers", False),
-    "extra": (lambda x: isinstance(x, dict), "an object", False),
-    "original_fingerprint": (lambda x: isinstance(x, (str, dict)), "a fingerprint", False),
-    "generation": (lambda x: x in GENERATION_SCHEMES,
-                   "one of " + ", ".join(repr(g) for g in GENERATION_SCHEMES), False),
-    "proper": (lambda x: isinstance(x, bool), "true or false", False),
-    "imputed_columns": (_is_str_list, "a list of column names", False),
-    CHECKSUMS: (lambda x: isinstance(x, dict) and all(
-        isinstance(k, str) and isinstance(v, str) and len(v) == 64 for k, v in x.items()),
-        "an object of SHA-256 checksums by file name", False),
-    "file_format": (lambda x: x in ("parquet", "csv", "sav", "zsav", "dta", "xpt"),
-                    "one of parquet, csv, sav, zsav, dta, xpt", False),
-    "dtypes": (lambda x: isinstance(x, dict) and all(isinstance(v, str) for v in x.values()),
-               "an object of dtype names", False),
-    "model_id": (lambda x: isinstance(x, str) and len(x) == 64
-                 and all(ch in "0123456789abcdef" for ch in x), "a SHA-256 (64 hexadecimal "
-                 "digits)", False),
-}
-
-
-def _damaged(p: Path, text: str) -> ValidationError:
-    """The error of a release folder whose dataset file was changed or cannot be read."""
-    return ValidationError(f"the release folder {str(p)!r} is damaged: {text}. A dataset changed "
-                           "or replaced after synthesis is not the release its manifest "
-                           "describes; write the release again with 'bayes-risk synthesize' (or "
-                           "SyntheticData.save), or copy it again from where it was written.",
-                           code="RELEASE_DAMAGED")
-
-
-def _read_or_damaged(f: Path, man: dict[str, Any], p: Path) -> pd.DataFrame:
-    """One dataset file (:func:`_read_dataset`); a file its reader cannot read (a truncated
-    Parquet file, not the format the manifest says) is ``RELEASE_DAMAGED``, naming it."""
-    from bayes_risk.exceptions import BayesRiskError
-
-    try:
-        return _read_dataset(f, man, p)
-    except BayesRiskError:
-        raise
-    except (OSError, ValueError) as err:  # pyarrow's ArrowInvalid is a ValueError
-        fmt = man.get("file_format") or "parquet"
-        shown = {"parquet": "Parquet", "csv": "CSV"}.get(fmt, f"a {fmt} file")
-        raise _damaged(p, f"{f.name} cannot be read as {shown} ({type(err).__name__}: "
-                          f"{' '.join(str(err).split())[:160]})") from err
-
-
-def _warn_unverified(p: Path) -> None:
-    import warnings
-
-    from bayes_risk.exceptions import CALLER, DataWarning
-
-    warnings.warn(DataWarning(
-        f"the release folder {str(p)!r} was written by an older bayes-risk, whose manifest "
-        "records no checksums of its dataset files: a dataset changed, truncated or replaced "
-        "by another since cannot be detected (RELEASE_UNVERIFIED). Once you are satisfied that "
-        "it is intact, write it again to record them: "
-        "bayes_risk.SyntheticData.load(old).save(new).", code="RELEASE_UNVERIFIED"),
-        skip_file_prefixes=CALLER)
-
-
-def _bad_manifest(p: Path, text: str) -> ValidationError:
-    return ValidationError(f"{p / MANIFEST_NAME}: {text}. The manifest was altered or damaged; "
-                           "write the release again with 'bayes-risk synthesize' (or "
-                           "SyntheticData.save).", code="MANIFEST_INVALID")
-
-
-def check_manifest(man: dict[str, Any], folder: str | os.PathLike[str]) -> None:
-    """Validate a release manifest before anything is read by it.
-
-    Raises
-    ------
-    ValidationError
-        ``MANIFEST_INVALID``, naming the field and what was found.
-    """
-    p = Path(folder)
-    for name, (test, expected, required) in _MANIFEST_FIELDS.items():
-        value = man.get(name)
-        if value is None:
-            if required:
-                raise _bad_manifest(p, f"field {name!r} is missing")
-            continue
-        if not test(value):
-            raise _bad_manifest(p, f"field {name!r} must be {expected}; found {value!r}"[:300])
-    files = man["files"]
-    dup = sorted({f for f in files if files.count(f) > 1})
-    if dup:
-        raise _bad_manifest(p, f"'files' lists {dup} more than once (each dataset is one file)")
-    from bayes_risk.data.statfiles import RELEASE_FORMATS
-
-    fmt = man.get("file_format") or "parquet"
-    suffix = RELEASE_FORMATS[fmt]
-    root = p.resolve()
-    for f in files:
-        fp = Path(f)
-        if fp.is_absolute() or ".." in fp.parts or not f.strip():
-            raise _bad_manifest(p, f"dataset file {f!r} is not a file of the release folder")
-        if root not in (p / fp).resolve().parents:
-            raise _bad_manifest(p, f"dataset file {f!r} lies outside the release folder")
-        if fp.suffix.lower() != suffix:
-            raise _bad_manifest(p, f"dataset file {f!r} is not a {fmt} file ('file_format' is "
-                                f"{fmt!r})")
-    sums = man.get(CHECKSUMS)
-    if sums is not None:
-        unlisted = [f for f in [*files, MANIFEST_NAME] if f not in sums]
-        if unlisted:
-            raise _bad_manifest(p, f"{CHECKSUMS!r} records no checksum of {unlisted}")
-    if man.get("m") is not None and man["m"] != len(files):
-        raise _bad_manifest(p, f"'m' is {man['m']} but 'files' lists {len(files)} dataset(s)")
-    sizes = man.get("n_records_per_dataset")
-    if sizes is not None and (len(sizes) != len(files) or sizes[0] != man["n_records"]):
-        raise _bad_manifest(p, f"'n_records_per_dataset' {sizes} does not give one size per "
-                            f"dataset file ({len(files)}) starting with 'n_records' "
-                            f"({man['n_records']})")
-    imp, cols = man.get("imputed_columns"), man.get("columns")
-    if imp is not None and cols is not None and any(c not in cols for c in imp):
-        bad = [c for c in imp if c not in cols]
-        raise _bad_manifest(p, f"'imputed_columns' names {bad}, not among 'columns' {cols}")
-    rec = man.get("synthesized_records")
-    if rec is not None:
-        n = man["n_records"]
-        out = [r for r in rec if not 0 <= r < n]
-        if out:
-            raise _bad_manifest(p, f"'synthesized_records' holds {out[0]}, outside 0..{n - 1} "
-                                f"('n_records' {n})")
-        if len(set(rec)) != len(rec):
-            raise _bad_manifest(p, "'synthesized_records' lists a record more than once")
-
-
-def _check_datasets_match(man: dict[str, Any], p: Path, datasets: list[pd.DataFrame]) -> None:
-    """Each dataset has the manifest's number of records and columns."""
-    sizes = man.get("n_records_per_dataset")
-    field = "'n_records_per_dataset' gives" if sizes else "'n_records' is"
-    cols = man.get("columns")
-    for f, z, n in zip(man["files"], datasets, sizes or [man["n_records"]] * len(datasets),
-                       strict=True):
-        if len(z) != n:
-            raise _bad_manifest(p, f"{f} has {len(z)} records but {field} {n}")
-        if cols is not None and [str(c) for c in z.columns] != cols:
-            raise _bad_manifest(p, f"{f} has columns {[str(c) for c in z.columns]}, the manifest "
-                                f"lists {cols}")
-
-
-def _manifest_schema(man: dict[str, Any], p: Path) -> Schema | None:
-    if man.get("schema") is None:
-        return None
-    try:
-        return Schema.from_dict(man["schema"])
-    except (KeyError, TypeError, ValueError, AttributeError) as err:
-        if isinstance(err, ValidationError):
-            raise
-        raise _bad_manifest(p, f"field 'schema' is malformed ({err!r})") from err
-
-
-def check_distinct_files(paths: Sequence[Any], what: str = "synthetic") -> None:
-    """Refuse the same file (by file-system identity: a path twice, a link) given as two
-    datasets of a release (``DUPLICATE_DATASETS``)."""
-    seen: dict[tuple[int, int], int] = {}
-    for l, p in enumerate(paths):
-        try:
-            st = os.stat(p)
-        except OSError:
-            continue  # the reader reports a missing or unreadable file
-        k = seen.setdefault((st.st_dev, st.st_ino), l)
-        if k != l:
-            raise ValidationError(f"{what} datasets {k + 1} and {l + 1} are the same file "
-                                  f"({str(paths[k])!r} and {str(p)!r}: the same path, or a link "
-                                  "to the other's file). Counted as two draws of the synthesizer "
-                                  "it would make m look larger than it is and understate the "
-                                  "between-dataset variance and every combined interval; give "
-                                  "each synthetic dataset's file once.", code="DUPLICATE_DATASETS")

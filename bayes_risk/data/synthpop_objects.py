@@ -1,7 +1,7 @@
 """A synthpop release as R saved it: the ``syn()`` object (class ``synds``) in an ``.rds`` file
 (``saveRDS``) or an ``.RData``/``.rda`` file (``save``), read with ``rdata`` (a pure-Python
 reader of R's serialisation) into the parts of a release: its datasets and provenance, which
-the reading of a release (``bayes_risk.data.synthetic``) builds the release from.
+the reading of a release (``bayes_risk.data.release_reader``) builds the release from.
 See :doc:`/user_guide/data`, synthpop objects.
 """
 

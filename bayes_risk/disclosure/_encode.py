@@ -16,8 +16,8 @@ from bayes_risk._constraints import COLUMN_NAMES, SequenceOf, check_value
 from bayes_risk._numeric import decimals_of
 from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.missing import missing_kinds
-from bayes_risk.data.schema import CATEGORICAL_TYPES, Schema, did_you_mean
-from bayes_risk.data.validate import encode, harmonise_levels, validate_table
+from bayes_risk.data.schema import CATEGORICAL_TYPES, Schema
+from bayes_risk.data.validate import encode, harmonise_levels, require_columns, validate_table
 from bayes_risk.disclosure._rcompat import r_as_character
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.utility._inputs import base_schema
@@ -79,13 +79,7 @@ def resolve_inputs(
     names = ["original", *(f"synthetic dataset {l}" for l in range(1, len(datasets) + 1))]
     tables = []
     for name, t in zip(names, [original, *datasets], strict=True):
-        missing = [c for c in columns if c not in t.columns]
-        if missing:
-            raise ValidationError(
-                f"{'the ' if name == 'original' else ''}{name} has no column(s) {missing}; keys "
-                "and target must be columns of the original and of every synthetic dataset."
-                + did_you_mean(missing[0], t.columns),
-                code="MISSING_COLUMN")
+        require_columns(t, columns, name)
         tables.append(t[list(columns)])
     # none is empty: the entries' as_synthetic_list(synthetic, original=...) refused it
     sub = harmonise_levels(tables[0], tables[1:], schema=sub, recoded=recoded)

@@ -23,14 +23,10 @@ from bayes_risk._constraints import (
 from bayes_risk._io import read_json
 from bayes_risk._specs import argument_checks, cli_option
 from bayes_risk.data.coding import code_values
+from bayes_risk.data.manifest import MANIFEST_NAME
 from bayes_risk.data.missing import missing_kinds
 from bayes_risk.data.normalise import as_synthetic_list
-from bayes_risk.data.synthetic import (
-    MANIFEST_NAME,
-    REMOVED_ROWS,
-    SyntheticData,
-    generation_from_roles,
-)
+from bayes_risk.data.synthetic import REMOVED_ROWS, SyntheticData, generation_from_roles
 from bayes_risk.data.validate import require_frame
 from bayes_risk.disclosure._encode import resolve_inputs
 from bayes_risk.disclosure.measures import combined_key_codes

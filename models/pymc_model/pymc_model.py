@@ -273,7 +273,7 @@ class PyMCSynthesizer(BayesianSynthesizer):
             The table's columns; without roles, the synthesized columns are the model's
             observed ones.
         n_records, data, synthesized_records
-            As :meth:`~bayes_risk.models._bayesian.base.BayesianSynthesizer.from_posterior`;
+            As :meth:`~bayes_risk.models._bayesian.fitted.FittedPosterior.from_posterior`;
             ``data`` (the table the draws were fitted to) also lets the model's checks run on
             it.
         **settings

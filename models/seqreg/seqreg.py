@@ -106,7 +106,7 @@ class SequentialRegression(BayesianSynthesizer):
 
     Notes
     -----
-    :meth:`~bayes_risk.models._bayesian.base.BayesianSynthesizer.from_posterior` also takes a
+    :meth:`~bayes_risk.models._bayesian.fitted.FittedPosterior.from_posterior` also takes a
     dict keyed by synthesized column of draw tables: a DataFrame with one column per coefficient
     named as the design (``(Intercept)``, ``col[T.level]``; the R/brms convention) plus
     ``sigma`` (normal), or an array ``[H, q (+1)]`` in design order (``multinomial_logit``:

@@ -321,7 +321,7 @@ def test_bad_options_name_the_argument():
                             n_attacks=10)
     with pytest.raises(ValidationError, match="n_neighbors=5 exceeds the rows"):
         br.linkability_risk(LORIG, LSYN, aux_columns=(["u"], ["v"]), n_attacks=4, n_neighbors=5)
-    with pytest.raises(ValidationError) as err:
+    with pytest.raises(SchemaError, match=r"dataset 1 is missing column\(s\) \['v'\]") as err:
         br.linkability_risk(LORIG, LSYN.drop(columns="v"), aux_columns=(["u"], ["v"]),
                             n_attacks=4)
     assert err.value.code == "MISSING_COLUMN"

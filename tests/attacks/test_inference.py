@@ -18,7 +18,7 @@ from scipy import stats
 import bayes_risk as br
 from bayes_risk.attacks import linkability
 from bayes_risk.attacks.inference import correct_guesses
-from bayes_risk.exceptions import DataWarning, ValidationError
+from bayes_risk.exceptions import DataWarning, SchemaError, ValidationError
 
 Z = stats.norm.ppf(0.975)
 
@@ -165,7 +165,7 @@ def test_bad_options_name_the_argument():
         br.GuessSpec(regression="yes")
     with pytest.raises(ValidationError, match="guess must be a GuessSpec"):
         br.inference_risk(IORIG, ISYN, secret="s", guess={"tolerance": 0.1}, **kw)
-    with pytest.raises(ValidationError) as err:
+    with pytest.raises(SchemaError, match=r"dataset 1 is missing column\(s\) \['s'\]") as err:
         br.inference_risk(IORIG, ISYN.drop(columns="s"), secret="s", **kw)
     assert err.value.code == "MISSING_COLUMN"
 

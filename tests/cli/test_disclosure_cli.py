@@ -147,8 +147,7 @@ def test_original_without_a_column_of_the_release(files, tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 2 and "Traceback" not in err
     assert err.strip().splitlines() == [
-        "bayes-risk disclosure: error [MISSING_COLUMN]: the original has no column(s) "
-        "['Income']; keys and target must be columns of the original and of every synthetic "
-        "dataset."
+        "bayes-risk disclosure: error [MISSING_COLUMN]: ORIGINAL is missing column(s) "
+        "['Income']; expected columns ['Age', 'Urban', 'Marital', 'Income']."
     ]
     assert not (tmp_path / "disc").exists()
