@@ -7,7 +7,6 @@ synthesize`` declare their tree options from the fields (``bayes-risk --help`` i
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -15,7 +14,7 @@ from typing import Any
 
 from bayes_risk._specs import GroupedSettings, cli_option
 
-__all__ = ["TreeOptions", "TREE_FIELDS", "CART_TREES", "FOREST_TREES"]
+__all__ = ["TreeOptions", "CART_TREES", "FOREST_TREES"]
 
 def _max_features(text: str) -> str | int:
     """``--max-features``: ``sqrt`` or an integer (the model checks its range)."""
@@ -108,8 +107,6 @@ class TreeOptions(GroupedSettings):
         "pooled forest (default 10)", type=int, metavar="N"))
 
 
-#: the fields of :class:`TreeOptions`
-TREE_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(TreeOptions))
 #: the tree options of ``CARTSynthesizer``, with its defaults
 CART_TREES: Mapping[str, Any] = MappingProxyType(
     {"min_leaf": 5, "min_deviance": 0.0, "max_depth": None, "prune_to_diversity": None})

@@ -72,7 +72,9 @@ def prepare(
 ) -> AttributePlan:
     """Validate the arguments of :func:`bayes_risk.attribute.attribute_risk` and build its plan."""
     is_plugin = _check_model(model)
-    pr = _check_settings(prior=prior, original=original)
+    # checked before any expensive work (the scenario is ScenarioSpec's, checked when built)
+    pr = parse_prior(prior)
+    require_frame(original, "original")
     es = estimator
     augmented, draws, compat, bootstrap = es.augmented, es.draw_indices, es.compat, es.bootstrap
     data = _prepare_data(model, original, synthetic, records, scenario.kind, scenario.known)
@@ -158,15 +160,6 @@ def _check_model(model: Any) -> bool:
         )
     check_value(model.model_class, Options(("P", "O"), listed=True), "model.model_class")
     return is_plugin
-
-
-def _check_settings(*, prior: Any, original: Any) -> Any:
-    """The arguments checked before any expensive work; returns the parsed prior (the
-    scenario is ``ScenarioSpec``'s, checked when built; the entry sends each kind it
-    does not prepare elsewhere)."""
-    pr = parse_prior(prior)
-    require_frame(original, "original")
-    return pr
 
 
 def _estimator_name(model: Any, is_plugin: bool, es: EstimatorSpec) -> str:

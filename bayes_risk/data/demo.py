@@ -21,10 +21,6 @@ ACS_LEVEL_COUNTS: tuple[int, ...] = (2, 4, 6, 4, 5, 2, 7, 3, 3, 2, 2, 3, 3, 2)
 CE_CATEGORICAL: tuple[str, ...] = ("Urban", "Marital", "Tenure")
 
 
-def _check_n(n: int, name: str = "n") -> int:
-    return check_value(n, Interval(int, 10), name)
-
-
 def make_ce_like(n: int = 5571, *, random_seed: RandomSeed = 2018) -> pd.DataFrame:
     """CE-like household table (one row per consumer unit).
 
@@ -48,7 +44,7 @@ def make_ce_like(n: int = 5571, *, random_seed: RandomSeed = 2018) -> pd.DataFra
     ...                               "Income", "Expenditure"])
     True
     """
-    n = _check_n(n)
+    n = check_value(n, Interval(int, 10), "n")
     rng = as_generator(random_seed)
     age = np.clip(np.round(rng.gamma(shape=9.0, scale=5.4, size=n) + 12), 16, 88).astype(np.int64)
     urban = np.where(rng.random(n) < 0.93, 1, 2).astype(np.int64)

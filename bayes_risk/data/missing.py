@@ -12,12 +12,9 @@ from bayes_risk._constraints import InstanceOf, check_value
 from bayes_risk.exceptions import SchemaError, ValidationError
 
 __all__ = [
-    "MissingCodes", "check_missing_codes", "code_mask", "missing_kinds", "missing_mask",
+    "check_missing_codes", "code_mask", "missing_kinds", "missing_mask",
     "mask_missing_codes", "parse_missing_codes", "parse_missing_labels"
 ]
-
-#: ``{column: (code, ...)}``: values of a numeric column that stand for a missing value
-MissingCodes = Mapping[str, Sequence[float]]
 
 
 def check_missing_codes(missing_codes: Any, columns: Sequence[str]) -> dict[str, tuple[float, ...]]:

@@ -82,11 +82,6 @@ def fit_all_two_way(
     return IPFResult(mu=mu, converged=False, n_cycles=cycles, max_change=change)
 
 
-def _check_a(a: float) -> float:
-    """The sampling fraction ``a = n / N`` as a float in (0, 1]."""
-    return check_value(a, Interval(float, 0, 1, closed="right"), "sampling_fraction")
-
-
 def population_estimate(
     f: np.ndarray, mu: np.ndarray, a: float, kind: str = "default"
 ) -> np.ndarray:
@@ -100,7 +95,7 @@ def population_estimate(
     >>> population_estimate(np.array([10.0]), np.array([9.517738]), 0.2)
     array([48.070952])
     """
-    a = _check_a(a)
+    a = check_value(a, Interval(float, 0, 1, closed="right"), "sampling_fraction")
     f = np.asarray(f, dtype=np.float64)
     mu = np.asarray(mu, dtype=np.float64)
     if kind == "default":

@@ -50,10 +50,6 @@ class KnownSelection:
     n_targets_selected: int
     n_targets: int
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready description."""
-        return dataclasses.asdict(self)
-
 
 def _keys(table: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
     """One text key per row of ``table`` on ``columns`` (2 and 2.0 alike, missing alike)."""
@@ -120,7 +116,7 @@ class Conditioned:
 
     def annotate(self, result: Any) -> Any:
         """``result`` with what the intruder knew of the selection in its settings."""
-        result.settings["selection"] = self.knowledge.to_dict()
+        result.settings["selection"] = dataclasses.asdict(self.knowledge)
         return result
 
 

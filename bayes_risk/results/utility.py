@@ -20,17 +20,6 @@ __all__ = ["PMSEResult", "UtilitySummary"]
 COMPARE_PANELS = 24
 
 
-def _per_dataset_plot(ax: Any, values: Any, reference: float, label: str) -> Any:
-    v = np.asarray(values, dtype=float)
-    pos = np.arange(1, v.size + 1)
-    ax.plot(pos, v, "o", ms=5)
-    ax.axhline(reference, color="k", ls="--", lw=1, label=f"null value {reference:g}")
-    ax.set_xticks(pos)
-    ax.set(xlabel="synthetic dataset", ylabel=label)
-    ax.legend(loc="best")
-    return ax
-
-
 @dataclass(frozen=True, repr=False)
 class PMSEResult(RiskResult):
     """Result of :func:`~bayes_risk.utility.pmse` (formulas: :doc:`/methods/utility`).
@@ -168,7 +157,14 @@ class PMSEResult(RiskResult):
     @draws("ratio")
     def _plot_ratio(self, ax: Any) -> Any:
         """pMSE ratio (``S_pMSE``) of each synthetic dataset against its null value 1."""
-        return _per_dataset_plot(ax, self.ratio, 1.0, "pMSE ratio (S_pMSE)")
+        v = np.asarray(self.ratio, dtype=float)
+        pos = np.arange(1, v.size + 1)
+        ax.plot(pos, v, "o", ms=5)
+        ax.axhline(1.0, color="k", ls="--", lw=1, label="null value 1")
+        ax.set_xticks(pos)
+        ax.set(xlabel="synthetic dataset", ylabel="pMSE ratio (S_pMSE)")
+        ax.legend(loc="best")
+        return ax
 
 
 @dataclass(frozen=True, repr=False)

@@ -332,7 +332,6 @@ class _LogitFit:
     keep: np.ndarray
     converged: bool
     n_iter: int
-    deviance: float
 
 
 def _deviance(eta: np.ndarray, y: np.ndarray) -> float:
@@ -384,8 +383,7 @@ def fit_logit(X: np.ndarray, y: np.ndarray, *, max_iter: int = 100, tol: float =
     Returns
     -------
     _LogitFit
-        ``prob``, ``beta`` (of the kept columns), ``keep``, ``converged``, ``n_iter``,
-        ``deviance``.
+        ``prob``, ``beta`` (of the kept columns), ``keep``, ``converged``, ``n_iter``.
     """
     from scipy.linalg.blas import dsyrk
     from scipy.special import expit  # here, not at import: see bayes_risk/utility/__init__.py
@@ -435,7 +433,7 @@ def fit_logit(X: np.ndarray, y: np.ndarray, *, max_iter: int = 100, tol: float =
             break
     assert beta is not None
     return _LogitFit(prob=mu, beta=beta / scale / p2[keep], keep=keep, converged=converged,
-                     n_iter=it, deviance=dev)
+                     n_iter=it)
 
 
 def _cart_prob(X: np.ndarray, y: np.ndarray, *, cp: float, min_leaf: int, min_split: int,

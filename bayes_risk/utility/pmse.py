@@ -95,7 +95,6 @@ class _OneFit:
     k: int
     df: int
     converged: bool
-    separation: bool
     codes: list[str]
 
 
@@ -272,7 +271,7 @@ def _pmse_values(original: pd.DataFrame, datasets: list[pd.DataFrame], schema: S
         c = float(np.mean(y))
         if method == "cart":
             prob = _cart_prob(X, y, seed=seed, **cart)
-            return _OneFit(_pmse_value(prob, c), -1, -1, True, False, [])
+            return _OneFit(_pmse_value(prob, c), -1, -1, True, [])
         names, involves, found = meta
         fit = fit_logit(X, y, max_iter=max_iter)
         k = int(fit.keep.size)
@@ -281,15 +280,14 @@ def _pmse_values(original: pd.DataFrame, datasets: list[pd.DataFrame], schema: S
         else:
             df = k - 1
         p = fit.prob
-        sep = bool(np.any(np.minimum(p, 1 - p) < SEPARATION_EPS))
         found = list(found)
-        if sep:
+        if np.any(np.minimum(p, 1 - p) < SEPARATION_EPS):
             found.append("SEPARATION")
         if not fit.converged:
             found.append("NOT_CONVERGED")
         if k > len(y) / 5:
             found.append("LARGE_MODEL")
-        return _OneFit(_pmse_value(p, c), k, df, fit.converged, sep, found)
+        return _OneFit(_pmse_value(p, c), k, df, fit.converged, found)
 
     n1 = len(original)
     orig = prepare_table(original, schema, cols)

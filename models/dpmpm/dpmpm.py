@@ -154,8 +154,6 @@ class DPMPM(BayesianSynthesizer):
     #: what no method shows (bayes_risk.ModelInfo; the rest: bayes_risk.contract.capabilities)
     info: ClassVar[ModelInfo] = ModelInfo(imputes=True, partial_synthesis=True,
                                           categorical_only=True)
-    #: record_loglik marginalises missing values (ModelInfo.imputes)
-    marginalises_missing: ClassVar[bool] = True
     #: the Gibbs sweep shares the work of records with equal values (sorted patterns, shared
     #: prefixes): a refit's sweep grows by less than its records (bayes_risk.attribute.cost)
     sweep_shares_equal_records: ClassVar[bool] = True

@@ -26,10 +26,6 @@ from bayes_risk.models._bayesian.design import column_values
 __all__ = ["LikelihoodGraph", "ModelGraph", "Observed", "build_model", "check_probe",
            "column_arrays", "inspect_model", "likelihood_graph", "model_table", "template_table"]
 
-#: the numbers compared by the checks of independence are equal to this relative tolerance
-_RTOL = 1e-9
-
-
 @dataclass(frozen=True)
 class Observed:
     """An observed variable of the model: its name, the columns its values hold (one, or several

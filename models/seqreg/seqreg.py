@@ -177,7 +177,10 @@ class SequentialRegression(BayesianSynthesizer):
             require_synthesized(cols, syn, what)
 
         fams: dict[str, str] = {}
-        given = dict(_normalise_mapping(self.families, "families"))
+        if not isinstance(self.families, (Mapping, list, tuple, type(None))):  # CLI: pairs
+            raise ValidationError("families must be a dict column → value. Got "
+                                  f"{type(self.families).__name__}.")
+        given = dict(self.families or {})
         synthesized_only(given, "families")
         for c in order:
             spec = schema[c]
@@ -517,11 +520,3 @@ class SequentialRegression(BayesianSynthesizer):
         _loglik.neighbourhood_unavailable(self.schema_)
         return _loglik.neighbourhood_loglik(self.state_, records,
                                             self._draw_indices(draw_indices))
-
-
-def _normalise_mapping(m: Any, name: str) -> dict[str, str]:
-    if m is None:
-        return {}
-    if isinstance(m, (Mapping, list, tuple)):  # CLI: list of (key, value) pairs
-        return dict(m)
-    raise ValidationError(f"{name} must be a dict column → value. Got {type(m).__name__}.")

@@ -28,8 +28,6 @@ METHODS = ("cart", "rf", "ctree", "sample", "norm", "normrank", "pmm", "logreg",
 #: the methods whose numeric draws are observed values of donor records (``norm`` alone draws
 #: new values; ``normrank`` maps its draws back to observed values through their ranks)
 DONOR_METHODS = ("cart", "rf", "ctree", "sample", "normrank", "pmm")
-#: the methods that need predictors: without any, synthpop changes them to "sample"
-_MODEL_METHODS = ("cart", "rf", "ctree", "norm", "normrank", "pmm", "logreg", "polyreg", "polr")
 
 
 @dataclass(frozen=True)

@@ -101,7 +101,7 @@ def test_categorical_columns_match_reference(donor, partial):
     cands = _candidates(ce, grid)
     seen = []
     for i in range(0, 60, 5):
-        vals = plugin._candidate_values(i, cands)
+        vals = plugin._candidate_values_many(np.array([i]), cands)
         slow = plugin._values(plugin._candidate_rows(i, cands))
         for c in ce.columns:
             np.testing.assert_array_equal(vals[c], slow[c])
@@ -110,7 +110,7 @@ def test_categorical_columns_match_reference(donor, partial):
         _assert_same(new, ref)
         seen.append(ref.ravel())
         one = cands[["Marital"]].drop_duplicates().reset_index(drop=True)
-        vals = plugin._candidate_values(i, one)
+        vals = plugin._candidate_values_many(np.array([i]), one)
         new, _ = plugin._loglik(i, vals, ["Marital"], zs)
         _assert_same(new, _reference(plugin, i, vals, ["Marital"], zs))
     seen = np.concatenate(seen)
@@ -137,7 +137,7 @@ def test_numeric_columns_with_ties_match_reference(donor):
     for i in range(0, 70, 9):
         for cols in (["Expenditure", "Income"], ["Income"], ["Expenditure"]):
             c = cands[cols].drop_duplicates().reset_index(drop=True)
-            vals = plugin._candidate_values(i, c)
+            vals = plugin._candidate_values_many(np.array([i]), c)
             new, _ = plugin._loglik(i, vals, cols, zs)
             ref = _reference(plugin, i, vals, cols, zs)
             _assert_same(new, ref)
@@ -156,7 +156,7 @@ def test_single_record_leaf_emptied():
     z = pd.DataFrame({"v": pd.Series(list("ABCCAB"))})
     plugin = CARTPlugin(cart, df)
     cands = pd.DataFrame({"v": ["A", "B", "C"]})
-    vals = plugin._candidate_values(5, cands)
+    vals = plugin._candidate_values_many(np.array([5]), cands)
     new, _ = plugin._loglik(5, vals, ["v"], [z])
     ref = _reference(plugin, 5, vals, ["v"], [z])
     _assert_same(new, ref)
@@ -181,7 +181,7 @@ def test_candidate_values_match_the_data_frame_path():
         "Marital": ["m1", "m3", "m2"],
     })
     for i in (0, 5):
-        fast = plugin._candidate_values(i, cands)
+        fast = plugin._candidate_values_many(np.array([i]), cands)
         slow = plugin._values(plugin._candidate_rows(i, cands))
         for c in ce.columns:
             np.testing.assert_array_equal(fast[c], slow[c])

@@ -119,7 +119,7 @@ def _candidates(df, i):
 
 def _held(plugin, i, cands):
     """The candidates as the plug-in evaluates them: encoded, missing values at their kind."""
-    enc = plugin._candidate_values(i, cands)
+    enc = plugin._candidate_values_many(np.array([i]), cands)
     off = plugin._hold_missing(np.array([i]), len(cands), enc, list(cands.columns))
     assert not off.any()
     return enc

@@ -8,6 +8,7 @@ report section, named by ``MEASURE`` (:doc:`/methods/identification`,
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
@@ -203,7 +204,7 @@ def _given_selection(ctx: StepContext, kw: dict[str, Any]) -> dict[str, Any] | N
                             "radius": rad}
     except BayesRiskError as err:  # e.g. SELECTION_MISSING_KNOWN: said on the report
         return {"rule": rule.description, "not_computed": f"[{err.code}] {err}"}
-    return {"rule": rule.description, "selection": c.knowledge.to_dict(), **figures}
+    return {"rule": rule.description, "selection": dataclasses.asdict(c.knowledge), **figures}
 
 
 def dataset_regimes(ctx: StepContext) -> dict[str, Any] | None:

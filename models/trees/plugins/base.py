@@ -131,14 +131,11 @@ class PluginBase:
                     rows[c] = pd.Series(v)
         return rows
 
-    def _candidate_values(self, i: int, candidates: pd.DataFrame) -> dict[str, np.ndarray]:
-        """``_values(_candidate_rows(i, candidates))``, without data frames where possible."""
-        return self._candidate_values_many(np.array([i]), candidates)
-
     def _candidate_values_many(self, recs: np.ndarray, candidates: pd.DataFrame
                                ) -> dict[str, np.ndarray]:
         """The encoded candidate rows of records ``recs``, ``len(candidates) / R`` each in
-        record order (the record's other values at the truth)."""
+        record order (the record's other values at the truth): ``_values(_candidate_rows(i,
+        candidates))`` for one record ``i``, without data frames where possible."""
         self._check_varying(candidates)
         G = len(candidates) // max(recs.size, 1)
         out = {c: np.repeat(self._vals[c][recs], G) for c in self.schema_.names}
