@@ -520,9 +520,9 @@ class _NumbaWithoutBlas:
 #: mapped: fixed, so that glibc does not raise it (up to 32 MiB) after freeing an array and then
 #: keep the matching threads' freed index arrays in its heaps (at 10^6 records, m = 5: 0.08 GB of
 #: the peak). 6 MiB: a column of 10^6 records of 8 bytes (7.6 MiB: a dataset's two radius codes
-#: or sort orders) is mapped, and returned as it is freed (8 MiB kept them in the heap: 8 MiB
-#: more at that peak, at the same CPU); smaller thresholds map the per-chunk arrays too, which
-#: costs system time (1 MiB: 2 s more CPU for 0.01 GB less)
+#: or sort orders) is mapped, and returned as it is freed (8 MiB kept them in the heap: 16 MiB
+#: more at that peak, with 0.2 s less system time, within the CPU's noise); smaller thresholds
+#: map the per-chunk arrays too, which costs system time (1 MiB: 2 s more CPU for 0.01 GB less)
 _M_MMAP_THRESHOLD, _MMAP_THRESHOLD = -3, 6 << 20
 
 
