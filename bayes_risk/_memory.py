@@ -509,7 +509,8 @@ class _NumbaWithoutBlas:
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
         if name != "scipy.linalg":
             return None
-        sys.meta_path.remove(self)
+        with contextlib.suppress(ValueError):  # another thread's import took it out
+            sys.meta_path.remove(self)
         loading = sys.modules.get("numba.np.arraymath")
         if loading is not None and getattr(loading.__spec__, "_initializing", False):
             raise ImportError("scipy.linalg is not loaded for numba's array functions")
