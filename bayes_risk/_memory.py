@@ -477,8 +477,12 @@ def load_what_the_run_loads(cls: type, settings: dict[str, Any], df: Any, write:
 
 
 def lean_process(blas_threads: bool) -> None:
-    """Load numpy with a single-threaded OpenBLAS (unless ``blas_threads``) and pyarrow with
-    the system allocator, if not loaded yet: matching needs neither's threads or pools."""
+    """Load numpy with a single-threaded OpenBLAS and numba without SciPy's linear algebra
+    (unless ``blas_threads``), and pyarrow with the system allocator, if not loaded yet:
+    matching needs neither's threads, products or pools."""
+    if not blas_threads and "scipy.linalg" not in sys.modules \
+            and "numba.np.arraymath" not in sys.modules:
+        sys.meta_path.insert(0, _NumbaWithoutBlas())
     if "numpy" not in sys.modules and not blas_threads \
             and "OPENBLAS_NUM_THREADS" not in os.environ:
         os.environ["OPENBLAS_NUM_THREADS"] = "1"
@@ -494,12 +498,33 @@ def lean_process(blas_threads: bool) -> None:
         pyarrow.set_memory_pool(pyarrow.system_memory_pool())
 
 
+class _NumbaWithoutBlas:
+    """An import finder that refuses ``scipy.linalg`` to numba's array functions while they
+    load, then leaves (at the first import of ``scipy.linalg``, whoever makes it). numba loads
+    them with the first compiled kernel and imports SciPy's BLAS only to choose how
+    ``np.correlate`` and ``np.convolve`` multiply, which no kernel of the package calls; without
+    it they multiply in a loop, and the process does not hold SciPy's linear algebra (14 MiB
+    and 0.1 s of CPU). Anything importing ``scipy.linalg`` later, numba included, gets it."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name != "scipy.linalg":
+            return None
+        with contextlib.suppress(ValueError):  # another thread's import took it out
+            sys.meta_path.remove(self)
+        loading = sys.modules.get("numba.np.arraymath")
+        if loading is not None and getattr(loading.__spec__, "_initializing", False):
+            raise ImportError("scipy.linalg is not loaded for numba's array functions")
+        return None
+
+
 #: glibc's ``M_MMAP_THRESHOLD`` (``mallopt``), and the size from which the run's arrays are
 #: mapped: fixed, so that glibc does not raise it (up to 32 MiB) after freeing an array and then
 #: keep the matching threads' freed index arrays in its heaps (at 10^6 records, m = 5: 0.08 GB of
-#: the peak). 8 MiB: smaller thresholds map the per-chunk arrays too, which costs system time
-#: (1 MiB: 2 s more CPU for 0.01 GB less)
-_M_MMAP_THRESHOLD, _MMAP_THRESHOLD = -3, 1 << 23
+#: the peak). 6 MiB: a column of 10^6 records of 8 bytes (7.6 MiB: a dataset's two radius codes
+#: or sort orders) is mapped, and returned as it is freed (8 MiB kept them in the heap: 16 MiB
+#: more at that peak, with 0.2 s less system time, within the CPU's noise); smaller thresholds
+#: map the per-chunk arrays too, which costs system time (1 MiB: 2 s more CPU for 0.01 GB less)
+_M_MMAP_THRESHOLD, _MMAP_THRESHOLD = -3, 6 << 20
 
 
 def fixed_mmap_threshold() -> None:

@@ -113,7 +113,7 @@ def _exact_codes(
     codes_tgt: dict[str, np.ndarray] = {}
     for c, enc in encs.items():
         codes_orig[c] = enc(original[c], "original")
-        codes_tgt[c] = enc(tdf[c], "targets")
+        codes_tgt[c] = codes_orig[c] if tdf is original else enc(tdf[c], "targets")
         if c in known_s:
             codes_rep[c] = [enc(z[c], "replicate") for z in rep_s]
     return encs, codes_orig, codes_rep, codes_tgt
@@ -222,7 +222,10 @@ def encode_problem(
         masks = [np.zeros(n, dtype=bool) for _ in released]
         for m, k in zip(masks, released, strict=True):
             m[k] = True
-    tgt_exact = stack_columns([codes_tgt[c] for c in rule.exact_cols], N_T, dtype=cd)
+    # the original's records as targets: their codes are the records' (at 10^6 records and
+    # 3 exact columns 2.9 MiB fewer for the run), which nothing writes to
+    tgt_exact = (rec_exact_us if tdf is original and not rule.exact_s else
+                 stack_columns([codes_tgt[c] for c in rule.exact_cols], N_T, dtype=cd))
     tgt_radius = radius_table(tdf, rule.radius_cols, N_T, "targets", axis=1)
     conf = {c: numeric(original[c], c, "original") for c in rule.radius_cols}
     tgt_drop = _target_drops(rule, tdf, missing_known, has_missing)

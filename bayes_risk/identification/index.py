@@ -572,6 +572,11 @@ class NumbaIndex:
         self.perms = perms
         self._rank1: np.ndarray | None = None  # second radius column's ranks (count_rect2)
 
+    def drop_values(self) -> None:
+        """Free the records' values, which only :meth:`own` reads (the counts and lists read
+        their sorted copies): for an index no own-record flag is asked of."""
+        self.vals = np.empty((len(self.vals), 0), self.vals.dtype)
+
     def group_of(self, tgt_key: np.ndarray) -> np.ndarray:
         if self.uk is None:
             return tgt_key.astype(np.int64)

@@ -201,12 +201,18 @@ def test_range_count_of_wide_windows_by_hand():
     hi = np.array([[3.0, 40.0], [9.0, 25.0], [2.0, 20.0], [2.0, 30.0], [9.0, 99.0]])
     b = TargetBounds(lo, hi, (lo + hi) / 2, (hi - lo) / 2, False, False)
     idx = index.NumbaIndex(key, vals, 3)
-    for per_count in (0.0, np.inf):
-        with _scan_per_count(per_count):
-            counts, _ = idx.match(tkey, b, False)
-        # target 0: records 1, 2 (x in [1.5, 3], y in [15, 40]); target 1: records 0, 1;
-        # target 2: record 4 only (radius 0); target 3: record 5; target 4: no key group
-        np.testing.assert_array_equal(counts, [2, 2, 1, 1, 0])
+    for dropped in (False, True):
+        if dropped:  # the counts and lists read the values' sorted copies alone
+            idx.drop_values()
+            assert idx.vals.shape == (2, 0)
+        for per_count in (0.0, np.inf):
+            with _scan_per_count(per_count):
+                counts, _ = idx.match(tkey, b, False)
+            # target 0: records 1, 2 (x in [1.5, 3], y in [15, 40]); target 1: records 0, 1;
+            # target 2: record 4 only (radius 0); target 3: record 5; target 4: no key group
+            np.testing.assert_array_equal(counts, [2, 2, 1, 1, 0])
+        _, listed = idx.match(tkey, b, True)
+        assert [sorted(listed[:2]), sorted(listed[2:4]), *listed[4:]] == [[1, 2], [0, 1], 4, 5]
 
 
 def test_count_scan_with_a_nan_bound_by_hand():
