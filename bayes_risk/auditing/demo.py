@@ -83,12 +83,12 @@ def run_demo(
         :func:`~bayes_risk.data.make_acs_like`).
     components, tune, draws, chains : int, optional
         The DPMPM's truncation level, warm-up sweeps, kept draws and chains (default: the
-        model's, with :data:`DEMO_DRAWS` kept draws every :data:`DEMO_THIN` th sweep).
+        model's, with ``DEMO_DRAWS`` = 300 kept draws every ``DEMO_THIN`` = 5th sweep).
     part : {"all", "ce", "acs"}
         The parts run.
     random_seed : int
-        The seed of the data (an integer >= 0); each step's is derived from it, so the same
-        seed and settings make the same data and releases.
+        The seed of the data (an integer >= 0; default ``DEMO_SEED`` = 2026); each step's is
+        derived from it, so the same seed and settings make the same data and releases.
 
     Returns
     -------
@@ -100,8 +100,8 @@ def run_demo(
     ValidationError
         Before any step runs: a bad size, DPMPM setting, ``part``, ``random_seed`` or
         ``command``, an ``out`` that is not a path (``INVALID_ARGUMENT``) or is a file or a
-        folder that is not empty (``OUT_EXISTS``), or work that cannot fit in the memory left
-        (``MEMORY_TOO_LARGE``).
+        folder that is not empty (``OUT_EXISTS``) or cannot be made (``OUT_NOT_WRITABLE``), or
+        work that cannot fit in the memory left (``MEMORY_TOO_LARGE``).
     BayesRiskError
         A step's failure, as ``command`` raises it (``bayes-risk demo``: ``DEMO_STEP_FAILED``).
 
