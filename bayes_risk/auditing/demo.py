@@ -68,11 +68,14 @@ def run_demo(
     Parameters
     ----------
     out : path
-        An empty folder: the data, the releases, the audits and ``summary.json`` (the audits'
-        warnings gathered) are written into it.
+        An empty or new folder (its missing parents are made): the data, the releases, the
+        audits and ``summary.json`` (the audits' warnings gathered) are written into it. If the
+        run fails or is interrupted (Ctrl-C), what it wrote is removed: ``out`` is left as it
+        was, empty or absent.
     command : callable
         Runs one step, ``command(name, argv)``: the sub-command line ``argv`` of ``bayes-risk``
-        (``bayes_risk.cli.main``'s), ``name`` the step's title; a failure raises.
+        (``bayes_risk.cli.main``'s), ``name`` the step's title; a failure raises. What it
+        prints is the run's progress (the steps' own progress bars are the sub-commands').
     m : int
         Synthetic datasets of each release.
     n_ce, n_acs : int
@@ -80,11 +83,12 @@ def run_demo(
         :func:`~bayes_risk.data.make_acs_like`).
     components, tune, draws, chains : int, optional
         The DPMPM's truncation level, warm-up sweeps, kept draws and chains (default: the
-        model's, with :data:`DEMO_DRAWS` kept draws every :data:`DEMO_THIN` th sweep).
+        model's, with ``DEMO_DRAWS`` = 300 kept draws every ``DEMO_THIN`` = 5th sweep).
     part : {"all", "ce", "acs"}
         The parts run.
     random_seed : int
-        The seed of the data; each step's is derived from it.
+        The seed of the data (an integer >= 0; default ``DEMO_SEED`` = 2026); each step's is
+        derived from it, so the same seed and settings make the same data and releases.
 
     Returns
     -------
@@ -94,14 +98,32 @@ def run_demo(
     Raises
     ------
     ValidationError
-        A bad size or DPMPM setting, or work that cannot fit in the memory left
-        (``MEMORY_TOO_LARGE``), before any step runs.
+        Before any step runs: a bad size, DPMPM setting, ``part``, ``random_seed`` or
+        ``command``, an ``out`` that is not a path (``INVALID_ARGUMENT``) or is a file or a
+        folder that is not empty (``OUT_EXISTS``) or cannot be made (``OUT_NOT_WRITABLE``), or
+        work that cannot fit in the memory left (``MEMORY_TOO_LARGE``).
+    BayesRiskError
+        A step's failure, as ``command`` raises it (``bayes-risk demo``: ``DEMO_STEP_FAILED``).
+
+    Examples
+    --------
+    The CE part, small, each step run by the command line (about 10 s):
+
+    >>> import contextlib, io, tempfile
+    >>> from bayes_risk.cli import main
+    >>> def command(name, argv):  # the paths each step prints are kept out of the way
+    ...     with contextlib.redirect_stdout(io.StringIO()):
+    ...         status = main([*argv, "--quiet"])
+    ...     if status != 0:
+    ...         raise RuntimeError(f"step {name!r} failed")
+    >>> out = tempfile.mkdtemp()
+    >>> run_demo(out, command, part="ce", n_ce=100, m=1)  # doctest: +SKIP
+    ['ce/audit/report.html']
     """
-    from bayes_risk._constraints import Interval, check_value
-    from bayes_risk._io import write_json
+    from bayes_risk._constraints import Interval, Options, check_value
     from bayes_risk._sampling_spec import Sampling
-    from bayes_risk.data import make_acs_like, make_ce_like
     from bayes_risk.data.validate import check_m
+    from bayes_risk.exceptions import ValidationError
 
     m = check_m(m)
     # checked before any step runs, so that an error names the demo's own argument rather than
@@ -109,8 +131,57 @@ def run_demo(
     Sampling(draws=draws, tune=tune, chains=chains)
     if components is not None:
         check_value(components, Interval(int, 1), "components")
+    part = check_value(part, Options(("all", "ce", "acs"), listed=True), "part")
+    random_seed = check_value(random_seed, Interval(int, 0), "random_seed")
+    if not callable(command):
+        raise ValidationError("command must be a function command(name, argv) running one step. "
+                              f"Got {type(command).__name__}.", code="INVALID_ARGUMENT")
     _check_sizes(m, n_ce, n_acs, components, tune, draws, chains, part)
-    out = Path(out)
+    out = _empty_folder(out)
+    # the outermost folder this run makes (out or a parent of it), removed if the run stops
+    made = next((p for p in (*reversed(out.parents), out) if not p.exists()), None)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:  # under a file, no permission, a read-only drive
+        raise ValidationError(f"out {str(out)!r} cannot be made: {err.strerror}.",
+                              code="OUT_NOT_WRITABLE") from err
+    try:
+        return _run(out, command, m=m, n_ce=n_ce, n_acs=n_acs, components=components, tune=tune,
+                    draws=draws, chains=chains, part=part, seed=random_seed)
+    except BaseException:  # Ctrl-C included: no half-written demo is left behind
+        import shutil
+
+        for path in [made] if made is not None else list(out.iterdir()):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+        raise
+
+
+def _empty_folder(out: Any) -> Path:
+    """``out`` as a path to a folder that is empty or does not exist."""
+    from bayes_risk.exceptions import ValidationError
+
+    if not isinstance(out, (str, os.PathLike)) or str(out) == "":
+        got = repr(out) if isinstance(out, str) else type(out).__name__
+        raise ValidationError(f"out must be a path to a folder. Got {got}.",
+                              code="INVALID_ARGUMENT")
+    path = Path(out)
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        what = "a folder that is not empty" if path.is_dir() else "a file"
+        raise ValidationError(f"out {str(path)!r} is {what}; expected an empty or new folder.",
+                              code="OUT_EXISTS")
+    return path
+
+
+def _run(out: Path, command: Callable[[str, list[str]], None], *, m: int, n_ce: int,
+         n_acs: int, components: int | None, tune: int | None, draws: int | None,
+         chains: int | None, part: str, seed: int) -> list[str]:
+    """:func:`run_demo`'s steps into the folder ``out``, the arguments checked."""
+    from bayes_risk._io import write_json
+    from bayes_risk.data import make_acs_like, make_ce_like
+
     timings: dict[str, float] = {}
     reports: list[str] = []
 
@@ -119,7 +190,6 @@ def run_demo(
         command(name, argv)
         timings[name] = time.perf_counter() - t0
 
-    seed = random_seed
     if part in ("all", "ce"):
         ce_dir = out / "ce"
         ce_dir.mkdir(exist_ok=True)

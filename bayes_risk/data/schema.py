@@ -77,11 +77,11 @@ def did_you_mean(name: str, options: Iterable[str]) -> str:
         f" The name given: {odd}." if odd else "")
 
 
-def check_names(given: Iterable[str], names: Sequence[str], argument: str) -> list[str]:
-    """``given`` as a list when each is one of the column ``names``; else ``UNKNOWN_COLUMN``
-    naming the argument, the first other name and a close match (the one place this is
-    checked)."""
-    out = list(given)
+def check_names(given: str | Iterable[str], names: Sequence[str], argument: str) -> list[str]:
+    """``given`` as a list when each is one of the column ``names`` (a string: one name, never
+    its letters); else ``UNKNOWN_COLUMN`` naming the argument, the first other name and a close
+    match (the one place this is checked)."""
+    out = [given] if isinstance(given, str) else list(given)
     unknown = [n for n in out if n not in names]
     if unknown:
         raise SchemaError(f"{arg_name(argument)}: column {unknown[0]!r} is not in the data "

@@ -39,7 +39,10 @@ def test_run_demo_names_its_own_arguments_before_any_step(tmp_path):
     calls = []
     for kw, message in (({"m": 0}, "m must be an integer >= 1"),
                         ({"n_ce": 0}, "n_ce must be an integer >= 1"),
-                        ({"components": 0}, "components must be an integer >= 1")):
+                        ({"components": 0}, "components must be an integer >= 1"),
+                        ({"part": "cee"}, "part must be 'all', 'ce' or 'acs'. Got 'cee'"),
+                        ({"random_seed": None}, "random_seed must be an integer >= 0"),
+                        ({"random_seed": -1}, "random_seed must be an integer >= 0")):
         with pytest.raises(ValidationError, match=message):
             run_demo(tmp_path, _command(calls), **kw)
     assert calls == [] and list(tmp_path.iterdir()) == []
@@ -48,3 +51,41 @@ def test_run_demo_names_its_own_arguments_before_any_step(tmp_path):
 def test_the_parameters_declare_the_demo_options():
     assert [o.flag for _, o in cli_arguments(run_demo)] == [
         "-m", "--n-ce", "--n-acs", "--components", "--tune", "--draws", "--chains", "--part"]
+
+
+def test_run_demo_refuses_a_bad_folder_or_runner_before_any_step(tmp_path):
+    calls = []
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "notes.txt").write_text("mine")
+    (tmp_path / "file.csv").write_text("a\n1\n")
+    for out, command, message, code in (
+            (tmp_path / "taken", _command(calls), "out .* is a folder that is not empty",
+             "OUT_EXISTS"),
+            (tmp_path / "file.csv", _command(calls), "out .* is a file", "OUT_EXISTS"),
+            (None, _command(calls), "out must be a path to a folder. Got NoneType",
+             "INVALID_ARGUMENT"),
+            (tmp_path / "new", None, "command must be a function", "INVALID_ARGUMENT")):
+        with pytest.raises(ValidationError, match=message) as err:
+            run_demo(out, command, part="ce", n_ce=60, m=1)
+        assert err.value.code == code
+    assert calls == [] and sorted(p.name for p in tmp_path.iterdir()) == ["file.csv", "taken"]
+    assert [p.name for p in (tmp_path / "taken").iterdir()] == ["notes.txt"]
+
+
+@pytest.mark.parametrize("exists", [True, False])
+def test_an_interrupted_run_demo_leaves_no_half_written_folder(tmp_path, exists):
+    out = tmp_path / "demo" / "out"
+    if exists:
+        out.mkdir(parents=True)
+    calls = []
+
+    def interrupted(name, argv):
+        _command(calls)(name, argv)
+        if argv[0] == "audit":  # after the data and a release were written
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_demo(out, interrupted, part="ce", n_ce=60, m=1)
+    assert len(calls) == 2
+    # left as it was: the empty folder given, or nothing where the run made the folders
+    assert list(out.iterdir()) == [] if exists else list(tmp_path.iterdir()) == []

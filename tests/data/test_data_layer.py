@@ -91,6 +91,14 @@ def test_unknown_column_errors_name_it(ce):
         infer_schema(ce, categorical=["Age"], continuous=["Age"])
 
 
+def test_a_column_name_given_alone_is_one_name_not_its_letters():
+    # fit_model(..., synthesized="ab") used to read the columns 'a' and 'b'
+    df = pd.DataFrame({"a": [1, 2, 3], "b": [4, 5, 6], "ab": [0.5, 1.5, 2.5]})
+    assert infer_schema(df, synthesized="ab").synthesized == ["ab"]
+    with pytest.raises(SchemaError, match="synthesized: column 'Income' is not in the data"):
+        infer_schema(df, synthesized="Income")
+
+
 def test_count_override_rejects_negative():
     df = pd.DataFrame({"x": [1.0, -2.0]})
     with pytest.raises(SchemaError, match=r"'x'.*count.*-2"):
