@@ -1,4 +1,4 @@
-"""``bayes-risk demo``: :func:`bayes_risk.auditing.demo.run_demo`, its steps run by
+"""``bayes-risk demo``: :func:`bayes_risk.demo.run_demo`, its steps run by
 :func:`bayes_risk.cli.main` as a user would run them."""
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ def run(args: argparse.Namespace) -> int:
     """Run the demo into ``--out`` and print the reports written."""
     from bayes_risk._specs import argument_values
     from bayes_risk._terminal import say
-    from bayes_risk.auditing.demo import run_demo
     from bayes_risk.cli._common import print_summary
     from bayes_risk.cli._run import output_dir, shown
+    from bayes_risk.demo import run_demo
 
     def step(name: str, argv: list[str]) -> None:
         # (the steps write into the temporary folder: their lines name the final one)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from bayes_risk.auditing.demo import DEMO_SEED
 from bayes_risk.cli._common import (
     add_out_argument,
     add_quiet_argument,
     add_seed_argument,
 )
 from bayes_risk.cli.parsers import Handler, add_argument_options
+from bayes_risk.demo import DEMO_SEED
 
 __all__ = ["add_parser"]
 
@@ -24,7 +24,7 @@ def add_parser(sub: Any) -> None:
                        "(ce/audit/report.html, acs/audit/report.html, with report.md).")
     add_out_argument(p, "the data, the releases and the audits", required=False,
                      default="demo-output")
-    add_argument_options(p, "bayes_risk.auditing.demo:run_demo")
+    add_argument_options(p, "bayes_risk.demo:run_demo")
     add_seed_argument(p, default=DEMO_SEED)
     add_quiet_argument(p)
     p.set_defaults(handler=Handler("bayes_risk.cli.demo"))

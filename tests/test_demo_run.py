@@ -1,4 +1,4 @@
-"""``bayes_risk.auditing.demo.run_demo``: the demo's run, callable from Python with any runner
+"""``bayes_risk.demo.run_demo``: the demo's run, callable from Python with any runner
 of its steps (``bayes-risk demo`` runs them with ``bayes_risk.cli.main``)."""
 
 import json
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from bayes_risk._specs import cli_arguments
-from bayes_risk.auditing.demo import run_demo
+from bayes_risk.demo import run_demo
 from bayes_risk.exceptions import ValidationError
 
 
