@@ -389,6 +389,22 @@ def test_python_messages_keep_python_names():
         known_sweep(df, [df], candidates=["a", "z"], progressbar=False)
 
 
+def test_python_messages_tell_the_python_way(tmp_path):
+    # what the command line advises as a command, a Python caller is told as a call
+    from bayes_risk.data.release_reader import read_release
+
+    with pytest.raises(ValidationError, match="a folder written by SyntheticData.save") as err:
+        read_release(tmp_path)
+    assert err.value.code == "NOT_A_RELEASE" and "bayes-risk" not in str(err.value)
+    df = pd.DataFrame({"a": ["x", "y"] * 10, "b": ["u", "v"] * 10})
+    with pytest.raises(ValidationError, match=r"^model '.*nope' is not a fitted-model folder "
+                       r"\(no model.json\); give the folder written by a fitted model's save\(\)"
+                       ) as err:
+        br.audit(df, [df], known=["a"], synthesized=["b"], model=str(tmp_path / "nope"),
+                 progressbar=False)
+    assert err.value.code == "NOT_A_MODEL"
+
+
 # ------------------------------------------ fit and synthesize: one message, two callers
 _T = pd.DataFrame({"a": ["x", "y"] * 10, "b": ["u", "v"] * 10})
 

@@ -303,6 +303,9 @@ def test_a_format_that_cannot_hold_the_missing_kinds_is_refused(tmp_path, source
     with pytest.raises(ValidationError) as err:
         _release(df).save(tmp_path / "rel", file_format=fmt, labels=file_labels(df))
     assert err.value.code == "FORMAT_CANNOT_HOLD"
+    # the format that can, as a Python caller writes it (the command line: --format)
+    assert f"file_format={'dta' if source == 'stata' else 'sav'!r}" in str(err.value)
+    assert "--format" not in str(err.value)
     assert not (tmp_path / "rel").exists()  # nothing half-written
 
 
