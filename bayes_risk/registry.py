@@ -374,7 +374,7 @@ def check_required(cls: type, method: str, *, synthesized: Any, settings: Mappin
             given = value is not None and not (isinstance(value, (list, tuple)) and not value)
             usage = shown.get(name)
             if usage is None:
-                gives = "this command has no option" if on_command_line() else "no key of options"
+                gives = "no option of this command" if on_command_line() else "no key of options"
                 raise ValidationError(f"{_method(method)}: {cls.__name__} needs its setting "
                                       f"{name!r} (ModelInfo.required), which {gives} gives.",
                                       code="OPTION_REQUIRED")
