@@ -12,7 +12,7 @@ from typing import Any
 
 from bayes_risk._constraints import Options, check_value
 from bayes_risk._specs import CliOption, cli_arguments, cli_option
-from bayes_risk.exceptions import BayesRiskWarning, ValidationError
+from bayes_risk.exceptions import BayesRiskWarning, ValidationError, arg_name, on_command_line
 
 __all__ = ["GROUP", "OPTIONS_GROUP", "ModelOption", "fit_options", "merge_options",
            "get_synthesizer", "list_synthesizers", "synthesizer_entry_points", "setting_names",
@@ -206,13 +206,15 @@ def _dist(ep: EntryPoint) -> str:
     return f"{dist.name} {dist.version}" if dist is not None else "an unknown distribution"
 
 
-def get_synthesizer(name: str) -> type:
+def get_synthesizer(name: str, argument: str | None = None) -> type:
     """The synthesizer class registered under ``name``; a ``ValidationError`` for an unknown
-    name (``UNKNOWN_SYNTHESIZER``), one registered twice (``SYNTHESIZER_CLASH``) or one that
-    cannot be imported (``SYNTHESIZER_BROKEN``)."""
+    name (``UNKNOWN_SYNTHESIZER``; ``argument``: the caller's argument that gave it, named as
+    the caller writes it, else "synthesizer method"), one registered twice
+    (``SYNTHESIZER_CLASH``) or one that cannot be imported (``SYNTHESIZER_BROKEN``)."""
     eps = synthesizer_entry_points()
     # the entry points of group GROUP
-    check_value(name, Options(tuple(sorted(eps))), "synthesizer method",
+    check_value(name, Options(tuple(sorted(eps))),
+                "synthesizer method" if argument is None else arg_name(argument),
                 code="UNKNOWN_SYNTHESIZER")
     found = eps[name]
     if len(found) > 1:
@@ -301,13 +303,11 @@ def model_settings(cls: type, method: str, options: Mapping[str, Mapping[str, An
         A sampler setting or an option of a setting ``cls`` does not take
         (``OPTION_CONFLICT``), naming the models the option applies to.
     """
-    from bayes_risk.exceptions import arg_name
-
     params = setting_names(cls)
     refused = [arg_name(k) for k in sampling or {} if k not in params]
     if refused:
-        raise ValidationError(f"{', '.join(refused)}: MCMC options do not apply to --method "
-                              f"{method} ({cls.__name__} takes no such setting: it is not "
+        raise ValidationError(f"{', '.join(refused)}: MCMC options do not apply to "
+                              f"{_method(method)} ({cls.__name__} takes no such setting: it is not "
                               "sampled, or its sampler has no such setting); expected them only "
                               "with a model fitted by MCMC whose __init__ takes them.",
                               code="OPTION_CONFLICT")
@@ -318,12 +318,11 @@ def model_settings(cls: type, method: str, options: Mapping[str, Mapping[str, An
         value = given.get(opt.key)
         if value is None:
             continue
-        flag = opt.flag
         if setting not in params:
-            raise ValidationError(f"{flag}: not an option of --method {method} "
+            models = options[setting].get("models", ())
+            raise ValidationError(f"{arg_name(opt.key)}: not an option of {_method(method)} "
                                   f"({cls.__name__} takes no setting {setting!r}; the option "
-                                  "applies to --method "
-                                  f"{' and '.join(options[setting].get('models', ()))}).",
+                                  f"applies to {' and '.join(map(_method, models))}).",
                                   code="OPTION_CONFLICT")
         value = opt.value(value)  # its text parsed once the option is found to apply
         out[setting] = tuple(value) if isinstance(value, list) else value
@@ -363,21 +362,30 @@ def check_required(cls: type, method: str, *, synthesized: Any, settings: Mappin
     """
     from bayes_risk.contract import capabilities
 
-    shown = {setting: opt.usage for setting, opt in cli_arguments(options)}
+    # each as the caller gives it: an option with its values (--identifying COL [COL ...]),
+    # in Python its key of ``options``
+    shown = {setting: arg_name(opt.key, cli=opt.usage.removeprefix(opt.flag + " "))
+             for setting, opt in cli_arguments(options)}
     for name in capabilities(cls).required:
         if name == "synthesized":
-            given, usage = bool(synthesized), "--synthesize COL [COL ...]"
+            given, usage = bool(synthesized), arg_name("synthesized", cli="COL [COL ...]")
         else:
             value = settings.get(name)
             given = value is not None and not (isinstance(value, (list, tuple)) and not value)
             usage = shown.get(name)
             if usage is None:
-                raise ValidationError(f"--method {method}: {cls.__name__} needs its setting "
-                                      f"{name!r} (ModelInfo.required), which this command has no "
-                                      "option for.", code="OPTION_REQUIRED")
+                gives = "no option of this command" if on_command_line() else "no key of options"
+                raise ValidationError(f"{_method(method)}: {cls.__name__} needs its setting "
+                                      f"{name!r} (ModelInfo.required), which {gives} gives.",
+                                      code="OPTION_REQUIRED")
         if not given:
-            raise ValidationError(f"{usage} is required with --method {method}.",
+            raise ValidationError(f"{usage} is required with {_method(method)}.",
                                   code="OPTION_REQUIRED")
+
+
+def _method(method: str) -> str:
+    """``method='cart'``, on the command line ``--method cart``."""
+    return arg_name("method", repr(method), cli=method)
 
 
 def check_option_columns(settings: dict[str, Any], options: Mapping[str, Mapping[str, Any]],
@@ -398,11 +406,13 @@ def check_option_columns(settings: dict[str, Any], options: Mapping[str, Mapping
     ------
     SchemaError
         A column that is not in ``schema``, naming the option (``UNKNOWN_COLUMN``); a
-        specification's ``COL=METHOD`` pairs are checked as ``--method-per-column``.
+        specification's ``COL=METHOD`` pairs are checked as its option's.
     """
     for setting, opt in cli_arguments(options):
         if opt.metavar == "COL" and settings.get(setting):
-            settings[setting] = schema.check_columns(list(settings[setting]), opt.flag)
+            settings[setting] = schema.check_columns(list(settings[setting]),
+                                                     arg_name(opt.key))
     pairs = getattr(settings.get("spec"), "method", None)
     if isinstance(pairs, dict):  # else the spec's own check names it `method`
-        schema.check_columns(pairs, "--method-per-column")
+        key = dict(cli_arguments(options))["method_per_column"].key
+        schema.check_columns(pairs, arg_name(key))

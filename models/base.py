@@ -11,10 +11,7 @@ from abc import ABCMeta, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from bayes_risk.exceptions import (
-    NotFittedError,
-    ValidationError,
-)
+from bayes_risk.exceptions import NotFittedError, ValidationError, arg_name, on_command_line
 from bayes_risk.registry import get_synthesizer, list_synthesizers
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -427,7 +424,6 @@ def load_model(path: str | os.PathLike[str], *, original: Any = None,
     """
     import inspect
 
-    from bayes_risk.exceptions import arg_name
     from bayes_risk.models.persistence import read_model_meta
 
     p, meta = read_model_meta(path)
@@ -537,8 +533,9 @@ def rebuild_synthesizer(original: Any, synthetic: Any, *, verify: bool = True) -
         raise ValidationError(
             f"the release was made by {synthetic.method!r}, which is not a registered "
             "synthesizer declaring a plug-in likelihood (as CART and random forests do), so it "
-            "cannot be rebuilt; a Bayesian model is saved with 'bayes-risk fit' and passed as "
-            "--model.", code="NOT_REBUILDABLE")
+            "cannot be rebuilt; a Bayesian model is "
+            + ("saved with 'bayes-risk fit' and " if on_command_line() else "fitted and ")
+            + f"passed as {arg_name('model')}.", code="NOT_REBUILDABLE")
     call = (synthetic.extra or {}).get("fit_call")
     if not call or call.get("random_seed") is None:
         raise ValidationError(

@@ -89,7 +89,7 @@ def fit_model(
     from bayes_risk.contract import capabilities
     from bayes_risk.data import infer_schema
     from bayes_risk.data.schema import check_names
-    from bayes_risk.exceptions import ValidationError, arg_name
+    from bayes_risk.exceptions import ValidationError, arg_name, on_command_line
     from bayes_risk.models.persistence import warm_up_writer
     from bayes_risk.registry import (
         check_option_columns,
@@ -103,11 +103,13 @@ def fit_model(
     if method is None:
         raise ValidationError(f"{arg_name('method')} is required: the synthesis model, one of "
                               f"{', '.join(list_synthesizers())}.", code="OPTION_REQUIRED")
-    cls = get_synthesizer(method)
+    cls = get_synthesizer(method, "method")
     info = capabilities(cls)
     if not info.persistence:
-        raise ValidationError(f"{arg_name('method', method)}: {cls.__name__} cannot be saved "
-                              "(it has no save and load), so 'fit' cannot write a model folder.",
+        fits = ("'fit' cannot write a model folder" if on_command_line() else
+                "fit_model cannot fit it as a model to save (fit_synthesizer fits it)")
+        raise ValidationError(f"{arg_name('method', repr(method), cli=method)}: {cls.__name__} "
+                              f"cannot be saved (it has no save and load), so {fits}.",
                               code="MODEL_UNSUITED")
     table_options = fit_options()
     # the MCMC options given, the model-specific ones, the seed and the progress bar: each
@@ -229,13 +231,18 @@ def fit_synthesizer(
                               "synthesizer) is required" + (" with ORIGINAL" if on_command_line()
                                                             else "") + ".",
                               code="OPTION_REQUIRED")
-    cls = get_synthesizer(method)
+    cls = get_synthesizer(method, "method")
     info = capabilities(cls)
     if info.convergence:
-        raise ValidationError(f"{arg_name('method', method)}: {cls.__name__} is fitted by MCMC, "
-                              "whose convergence checks 'bayes-risk fit' reports; fit it with "
-                              f"'bayes-risk fit ORIGINAL --method {method} --out MODEL_DIR', "
-                              "then synthesize with 'bayes-risk synthesize --model MODEL_DIR'.",
+        # the way to fit it and synthesize, in the caller's words
+        fit, how, then = (("'bayes-risk fit'", f"'bayes-risk fit ORIGINAL --method {method} "
+                           "--out MODEL_DIR'", "'bayes-risk synthesize --model MODEL_DIR'")
+                          if on_command_line() else
+                          ("fit_model", f"fit_model(original, {method!r})",
+                           "the model's synthesize(m)"))
+        raise ValidationError(f"{arg_name('method', repr(method), cli=method)}: {cls.__name__} "
+                              f"is fitted by MCMC, whose convergence checks {fit} reports; fit "
+                              f"it with {how}, then synthesize with {then}.",
                               code="OPTION_CONFLICT")
     table_options = tree_options()
     settings = model_settings(cls, method, table_options, options or {},

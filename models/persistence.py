@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.exceptions import ValidationError, on_command_line
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -192,8 +192,9 @@ def write_model_json(folder: Path, meta: dict[str, Any]) -> None:
 def damaged_folder(p: Path, what: str) -> ValidationError:
     """The error of a model folder whose files are missing, unreadable or changed."""
     return ValidationError(
-        f"the model folder {str(p)!r} is damaged: {what}; save the model again (or fit it "
-        "again with 'bayes-risk fit').",
+        f"the model folder {str(p)!r} is damaged: {what}; "
+        + ("fit the model again with 'bayes-risk fit'." if on_command_line()
+           else "save the model again (or fit it again)."),
         code="MODEL_DAMAGED",
     )
 

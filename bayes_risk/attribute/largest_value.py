@@ -15,7 +15,7 @@ from bayes_risk._specs import argument_checks, cli_option
 from bayes_risk.attribute.estimator import is_estimate
 from bayes_risk.attribute.specs import DEFAULT_DELTA, LARGEST_VALUE_SCENARIOS
 from bayes_risk.contract import LargestValuePieces, missing_members
-from bayes_risk.exceptions import ValidationError, arg_name
+from bayes_risk.exceptions import ValidationError, arg_name, on_command_line
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -93,8 +93,10 @@ def largest_value_risk(
     if not capabilities(model).has("largest_value"):
         raise ValidationError(
             f"{arg_name('scenario', repr(scenario), cli=scenario.replace('_', '-'))} needs a "
-            "model with the largest-value likelihood (a Poisson-mixture model, 'bayes-risk fit "
-            f"--method poisson-mixture'); {type(model).__name__} has none.", code="MODEL_UNSUITED")
+            "model with the largest-value likelihood (a Poisson-mixture model, "
+            + ("'bayes-risk fit --method poisson-mixture'" if on_command_line()
+               else "fit_model(original, 'poisson-mixture')")
+            + f"); {type(model).__name__} has none.", code="MODEL_UNSUITED")
     kw: dict[str, Any] = {}
     if scenario != "two_largest_sum":
         top = float(original[column].max()) if column in original.columns else float("nan")

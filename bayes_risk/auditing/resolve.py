@@ -164,8 +164,9 @@ def _attribute_source(model: Any, syn: Any, attribute_estimator: str,
     if isinstance(model, (str, os.PathLike)) and not (Path(model) / "model.json").is_file():
         raise ValidationError(
             f"{arg_name('model')} {str(model)!r} is not a fitted-model folder (no model.json); "
-            "give the "
-            "folder written by 'bayes-risk fit', or no model for a CART / random-forest release.",
+            "give the folder written by "
+            + ("'bayes-risk fit'" if on_command_line() else "a fitted model's save()")
+            + ", or no model for a CART / random-forest release.",
             code="NOT_A_MODEL"
         )
     if model is not None:

@@ -15,7 +15,7 @@ import pandas as pd
 
 from bayes_risk._io import read_json
 from bayes_risk.data.schema import Schema
-from bayes_risk.exceptions import CALLER, DataWarning, ValidationError
+from bayes_risk.exceptions import CALLER, DataWarning, ValidationError, on_command_line
 
 __all__ = ["MANIFEST_NAME", "FORMAT_VERSION", "CHECKSUMS", "GENERATION_SCHEMES", "read_manifest",
            "check_manifest", "check_dataset_file", "check_tables", "manifest_schema",
@@ -171,8 +171,8 @@ def damaged(p: Path, text: str) -> ValidationError:
     """The error of a release folder whose dataset file was changed or cannot be read."""
     return ValidationError(f"the release folder {str(p)!r} is damaged: {text}. A dataset changed "
                            "or replaced after synthesis is not the release its manifest "
-                           "describes; write the release again with 'bayes-risk synthesize' (or "
-                           "SyntheticData.save), or copy it again from where it was written.",
+                           f"describes; write the release again with {_writer()}, or copy it "
+                           "again from where it was written.",
                            code="RELEASE_DAMAGED")
 
 
@@ -188,8 +188,12 @@ def _warn_unverified(p: Path) -> None:
 
 def bad_manifest(p: Path, text: str) -> ValidationError:
     return ValidationError(f"{p / MANIFEST_NAME}: {text}. The manifest was altered or damaged; "
-                           "write the release again with 'bayes-risk synthesize' (or "
-                           "SyntheticData.save).", code="MANIFEST_INVALID")
+                           f"write the release again with {_writer()}.", code="MANIFEST_INVALID")
+
+
+def _writer() -> str:
+    """What writes a release, in the caller's words."""
+    return "'bayes-risk synthesize'" if on_command_line() else "SyntheticData.save"
 
 
 def check_manifest(man: dict[str, Any], folder: str | os.PathLike[str]) -> None:

@@ -27,7 +27,7 @@ from bayes_risk.data.manifest import (
     manifest_schema,
     read_manifest,
 )
-from bayes_risk.exceptions import SchemaError, ValidationError
+from bayes_risk.exceptions import SchemaError, ValidationError, on_command_line
 
 __all__ = ["read_release"]
 
@@ -78,9 +78,10 @@ def _describe(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str]) 
     if len(paths) == 1 and paths[0].is_dir():
         if (paths[0] / MANIFEST_NAME).is_file():
             return _manifest_source(paths[0])
+        writer = "'bayes-risk synthesize'" if on_command_line() else "SyntheticData.save"
         raise ValidationError(f"{str(paths[0])!r} is a folder without {MANIFEST_NAME}; pass the "
-                              "synthetic files themselves or a folder written by `bayes-risk "
-                              "synthesize`.", code="NOT_A_RELEASE")
+                              f"synthetic files themselves or a folder written by {writer}.",
+                              code="NOT_A_RELEASE")
     for p in paths:
         if p.is_dir():
             raise ValidationError(f"{str(p)!r} is a folder; give either one SyntheticData folder "

@@ -238,7 +238,9 @@ def _label_sets(p: Path, fmt: str, meta: Any, prs: Any
                 f"input file {str(p)!r}: column(s) {', '.join(lost)} have SAS formats whose "
                 f"value labels were not found ({where}); their codes are read as numbers "
                 "(VALUE_LABELS_NOT_FOUND). Put the format catalog beside the file, or declare "
-                "the columns' types (e.g. --categorical)."), stacklevel=4)
+                "the columns' types (e.g. "
+                + ("--categorical" if _on_cli() else "categorical=[...] in infer_schema")
+                + ")."), stacklevel=4)
     else:
         named = {str(c): s for c, s in (getattr(meta, "variable_to_label", None) or {}).items()}
         lost = [f"{c} ({s})" for c, s in named.items() if s and c not in sets]

@@ -23,7 +23,7 @@ from bayes_risk.data.statfiles_labels import (
     load_pyreadstat,
     pyreadstat_errors,
 )
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.exceptions import ValidationError, arg_name
 
 __all__ = ["write_stat_file", "sas_format_program"]
 
@@ -94,8 +94,9 @@ def write_stat_file(df: pd.DataFrame, path: str | Path, file_format: str, *,
             raise ValidationError(
                 f"{where}column {c!r} holds special missing values "
                 f"({', '.join('.' + x for x in letters)}), which {FORMAT_NAMES[file_format]} file "
-                "cannot hold (pyreadstat writes them to Stata files only); write --format dta, "
-                "or parquet.", code="FORMAT_CANNOT_HOLD")
+                "cannot hold (pyreadstat writes them to Stata files only); write "
+                f"{arg_name('file_format', repr('dta'), cli='dta')}, or parquet.",
+                code="FORMAT_CANNOT_HOLD")
         if "_" in letters:
             raise ValidationError(f"{where}column {c!r} holds SAS's special missing value ._, "
                                   "which Stata has no counterpart for (.a-.z only); write "
@@ -108,7 +109,8 @@ def write_stat_file(df: pd.DataFrame, path: str | Path, file_format: str, *,
             raise ValidationError(
                 f"{where}column {c!r} has the SPSS user-missing values {_ranges_text(ranges)}, "
                 f"which {FORMAT_NAMES[file_format]} file cannot declare: they would be read back "
-                "as values. Write --format sav (or zsav), or parquet.", code="FORMAT_CANNOT_HOLD")
+                f"as values. Write {arg_name('file_format', repr('sav'), cli='sav')} (or zsav), "
+                "or parquet.", code="FORMAT_CANNOT_HOLD")
         sets = lab.value_labels.get(c)
         if sets and file_format in ("sav", "zsav", "dta") and not (file_format == "dta" and text):
             value_labels[c] = {(_stata_code(k) if file_format == "dta" else k): v
@@ -156,8 +158,6 @@ def _ranges_text(ranges: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _where(file_format: str) -> str:
-    from bayes_risk.exceptions import arg_name
-
     return f"{arg_name('file_format', repr(file_format), cli=file_format)}: "
 
 

@@ -126,8 +126,8 @@ def _status(rule: SelectionRule, table: pd.DataFrame, known: list[str], what: st
         return ValidationError(
             f"the selection ({rule.description}) reads {columns} that the intruder does not "
             f"know (known: {known}): the intruder cannot tell whether a target was selected. "
-            "Add them to the known columns, or give the selected records themselves as the "
-            "selection (on the command line --selection records).", code="SELECTION_NOT_KNOWN")
+            "Add them to the known columns, or give the selected records themselves as "
+            f"{arg_name('selection', cli='records')}.", code="SELECTION_NOT_KNOWN")
 
     needs = getattr(rule.function, "columns", None)
     missing = [c for c in needs or () if c not in known]
@@ -254,8 +254,9 @@ def condition_on_selection(
             raise ValidationError(
                 f"{arg_name('selection')} 'independent' says the records were chosen without "
                 "looking at their values: the intruder then learns a target's status only from "
-                "the selected records themselves; give them (a mask or positions of the "
-                "original's records; on the command line --selection records).",
+                "the selected records themselves; give them as "
+                f"{arg_name('selection', cli='records')} (a mask or positions of the original's "
+                "records).",
                 code="BAD_SELECTION_RULE")
     else:
         rule, kind = None, "records"

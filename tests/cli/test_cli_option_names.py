@@ -387,3 +387,70 @@ def test_python_messages_keep_python_names():
 
     with pytest.raises(SchemaError, match=r"^candidates: column\(s\) \['z'\]"):
         known_sweep(df, [df], candidates=["a", "z"], progressbar=False)
+
+
+def test_python_messages_tell_the_python_way(tmp_path):
+    # what the command line advises as a command, a Python caller is told as a call
+    from bayes_risk.data.release_reader import read_release
+
+    with pytest.raises(ValidationError, match="a folder written by SyntheticData.save") as err:
+        read_release(tmp_path)
+    assert err.value.code == "NOT_A_RELEASE" and "bayes-risk" not in str(err.value)
+    df = pd.DataFrame({"a": ["x", "y"] * 10, "b": ["u", "v"] * 10})
+    with pytest.raises(ValidationError, match=r"^model '.*nope' is not a fitted-model folder "
+                       r"\(no model.json\); give the folder written by a fitted model's save\(\)"
+                       ) as err:
+        br.audit(df, [df], known=["a"], synthesized=["b"], model=str(tmp_path / "nope"),
+                 progressbar=False)
+    assert err.value.code == "NOT_A_MODEL"
+
+
+# ------------------------------------------ fit and synthesize: one message, two callers
+_T = pd.DataFrame({"a": ["x", "y"] * 10, "b": ["u", "v"] * 10})
+
+
+@pytest.mark.parametrize("argv, call, code, cli_words, python_words", [
+    (["fit", "--method", "nosuch"], lambda: br.models.fitting.fit_model(_T, "nosuch"),
+     "UNKNOWN_SYNTHESIZER", "--method must be one of", "method must be one of"),
+    (["synthesize", "--method", "nosuch"],
+     lambda: br.models.fitting.fit_synthesizer(_T, "nosuch"),
+     "UNKNOWN_SYNTHESIZER", "--method must be one of", "method must be one of"),
+    # the way to fit a model fitted by MCMC: the command, or the function
+    (["synthesize", "--method", "dpmpm"], lambda: br.models.fitting.fit_synthesizer(_T, "dpmpm"),
+     "OPTION_CONFLICT", "--method dpmpm: DPMPM is fitted by MCMC, whose convergence checks "
+     "'bayes-risk fit' reports; fit it with 'bayes-risk fit ORIGINAL --method dpmpm",
+     "method='dpmpm': DPMPM is fitted by MCMC, whose convergence checks fit_model reports; fit "
+     "it with fit_model(original, 'dpmpm'), then synthesize with the model's synthesize(m)."),
+    # what the model cannot default (the registry's check_required)
+    (["fit", "--method", "cart"], lambda: br.models.fitting.fit_model(_T, "cart"),
+     "OPTION_REQUIRED", "--synthesize COL [COL ...] is required with --method cart",
+     "synthesized is required with method='cart'"),
+    (["synthesize", "--method", "pmm"], lambda: br.models.fitting.fit_synthesizer(_T, "pmm"),
+     "OPTION_REQUIRED", "--identifying COL [COL ...] is required with --method pmm",
+     "model_opt_identifying is required with method='pmm'"),
+    # settings the model does not take (the registry's model_settings)
+    (["fit", "--method", "cart", "--synthesize", "a", "--draws", "3"],
+     lambda: br.models.fitting.fit_model(_T, "cart", synthesized=["a"],
+                                         sampling={"draws": 3}),
+     "OPTION_CONFLICT", "--draws: MCMC options do not apply to --method cart",
+     "draws: MCMC options do not apply to method='cart'"),
+    (["fit", "--method", "cart", "--synthesize", "a", "--identifying", "b"],
+     lambda: br.models.fitting.fit_model(_T, "cart", synthesized=["a"],
+                                         options={"model_opt_identifying": ["b"]}),
+     "OPTION_CONFLICT", "--identifying: not an option of --method cart (CARTSynthesizer takes "
+     "no setting 'identifying'; the option applies to --method pmm)",
+     "model_opt_identifying: not an option of method='cart' (CARTSynthesizer takes no setting "
+     "'identifying'; the option applies to method='pmm')"),
+])
+def test_fit_and_synthesize_name_the_option_or_the_parameter(argv, call, code, cli_words,
+                                                             python_words, capsys, tmp_path,
+                                                             monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _T.to_csv("t.csv", index=False)
+    line = _error([argv[0], "t.csv", *argv[1:], "-q", "--out", "out"], capsys, code)
+    assert cli_words in line, line
+    with pytest.raises(ValidationError) as err:
+        call()
+    assert err.value.code == code and str(err.value).startswith(python_words), str(err.value)
+    # a Python caller is told no option and no command
+    assert "--" not in str(err.value) and "bayes-risk " not in str(err.value), str(err.value)

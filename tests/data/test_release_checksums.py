@@ -64,10 +64,13 @@ def test_truncated_dataset_is_a_coded_error(folder, tmp_path, capsys):
                        "replaced after it was written") as err:
         SyntheticData.load(p)
     assert err.value.code == "RELEASE_DAMAGED"
+    # what writes a release, in the caller's words
+    assert "write the release again with SyntheticData.save, or" in str(err.value)
     out = tmp_path / "u"
     assert main(["utility", str(folder / "ce.csv"), str(p), "-q", "--out", str(out)]) == 2
     text = capsys.readouterr().err
     assert "error [RELEASE_DAMAGED]" in text and "syn_002.parquet" in text, text
+    assert "write the release again with 'bayes-risk synthesize', or" in text, text
     assert "Traceback" not in text and "ArrowInvalid" not in text
     assert not out.exists()
 
@@ -100,6 +103,7 @@ def test_an_edit_the_fields_allow_is_detected(folder, tmp_path):
                        r"\['syn_002.parquet'\]") as err:
         SyntheticData.load(p)
     assert err.value.code == "MANIFEST_INVALID"
+    assert str(err.value).endswith("write the release again with SyntheticData.save.")
 
 
 def test_release_written_before_the_checksums_reads_with_a_warning(folder, tmp_path, capsys):

@@ -224,7 +224,10 @@ def test_refusals(pmm_release):
         identification_risk(y, syn, known=["Age", "Urban"],
                             population=PopulationSpec(selection="release"), progressbar=False)
     assert e.value.code == "SELECTION_NOT_KNOWN"
-    with pytest.raises(ValidationError, match="records themselves"):
+    # the argument as a Python caller writes it (the command line: --selection records)
+    assert str(e.value).endswith("the selected records themselves as selection.")
+    with pytest.raises(ValidationError, match=r"records themselves; give them as selection \(a "
+                       "mask"):
         identification_risk(Y, [Z], population=PopulationSpec(selection="independent"), **kw)
     # the forms named are identification's ('independent' is membership's, refused above), and
     # the rule's columns are named as given (not "the model's columns")

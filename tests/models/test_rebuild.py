@@ -90,3 +90,5 @@ def test_rebuild_refuses_what_it_cannot_reproduce(ce):
                        "plug-in likelihood") as err:
         rebuild_synthesizer(ce, pmm_like)
     assert err.value.code == "NOT_REBUILDABLE"
+    # a Python caller is told the argument, not the command and its option
+    assert str(err.value).endswith("a Bayesian model is fitted and passed as model.")

@@ -194,6 +194,7 @@ def test_damaged_folder_refused(saved_cart, damage):
     with pytest.raises(ValidationError, match="damaged") as err:
         load_model(saved_cart)
     assert err.value.code == "MODEL_DAMAGED"
+    assert str(err.value).endswith("save the model again (or fit it again).")
 
 
 def test_folder_of_another_model_refused(saved_cart):
