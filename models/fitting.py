@@ -122,11 +122,11 @@ def fit_model(
     ------
     ValidationError
         Before the table is read: an argument of the wrong type or value, no ``method`` or an
-        unknown one (``UNKNOWN_SYNTHESIZER``), a model that cannot be saved
-        (``MODEL_UNSUITED``), a setting of ``options`` or ``sampling`` the model does not take
-        (``OPTION_CONFLICT``, naming the settings it takes) or one it needs
-        (``OPTION_REQUIRED``); then bad ``records``, a setting the model refuses, or too
-        little memory (``MEMORY_TOO_LARGE``), before the fit.
+        unknown one (``UNKNOWN_SYNTHESIZER``), a key of ``sampling`` that is no sampler
+        setting, a model that cannot be saved (``MODEL_UNSUITED``), a setting of ``options``
+        or ``sampling`` the model does not take (``OPTION_CONFLICT``, naming the settings it
+        takes) or one it needs (``OPTION_REQUIRED``); then bad ``records``, a setting the
+        model refuses, or too little memory (``MEMORY_TOO_LARGE``), before the fit.
     SchemaError
         A column of ``columns`` or ``synthesized`` that is not in the table
         (``UNKNOWN_COLUMN``).
@@ -163,6 +163,13 @@ def fit_model(
     )
 
     check_params(locals(), _FIT_MODEL)
+    if sampling:
+        import dataclasses
+
+        from bayes_risk._constraints import check_keywords
+        from bayes_risk._sampling_spec import Sampling
+
+        check_keywords(sampling, [f.name for f in dataclasses.fields(Sampling)], "sampling")
     _check_original(original)
     if method is None:
         raise ValidationError(f"{arg_name('method')} is required: the synthesis model, one of "

@@ -99,6 +99,7 @@ _BAD = [  # argument, value, the start of the message
 
 @pytest.mark.parametrize("name, value, message", [
     *_BAD, ("sampling", [1], "sampling must be a mapping"),
+    ("sampling", {"draw": 10}, r"for sampling: \['draw'\]; it takes .*draws"),
     ("columns", [], "columns must be"), ("columns", ["a", "a"], "columns must be .* once"),
     ("random_seed", -1, "random_seed must be"), ("random_seed", [1], "random_seed must be")])
 def test_fit_model_refuses_a_bad_argument_naming_it(name, value, message, table):
