@@ -268,7 +268,7 @@ def model_settings(cls: type, method: str, options: Mapping[str, Mapping[str, An
                    given: Mapping[str, Any], *,
                    sampling: Mapping[str, Any] | None = None,
                    run: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The model-specific options given, as settings of the synthesizer ``cls``.
+    """The model-specific settings given, checked against the synthesizer ``cls``.
 
     Parameters
     ----------
@@ -278,10 +278,11 @@ def model_settings(cls: type, method: str, options: Mapping[str, Mapping[str, An
         Its registered name (:func:`get_synthesizer`), as messages name it.
     options : mapping
         The options that set settings, ``setting -> {"cli": option, "models": names}``
-        (:func:`merge_options`).
+        (:func:`merge_options`), which messages name on the command line.
     given : mapping
-        The parsed options by their destinations (``vars(args)``); an option given as ``None``
-        or not at all is not given.
+        The settings given, by the model's own names (:func:`setting_names`; the command line
+        gives its options' values by their settings, ``argument_values(options, vars(args))``);
+        one given as ``None`` is not given.
     sampling : mapping, optional
         The sampler settings given (``draws=...``: :class:`~bayes_risk.models.Sampling`'s
         fields), refused unless ``cls`` takes each.
@@ -292,7 +293,7 @@ def model_settings(cls: type, method: str, options: Mapping[str, Mapping[str, An
     Returns
     -------
     dict
-        ``setting -> value``: ``sampling``, the options (lists as tuples), then ``run``;
+        ``setting -> value``: ``sampling``, the settings given (lists as tuples), then ``run``;
         ``method_per_column`` and ``predictor_matrix``
         make one ``spec`` (a synthpop-style specification,
         :class:`~bayes_risk.models.SynthesisSpec`) for a model that takes one.
@@ -300,8 +301,9 @@ def model_settings(cls: type, method: str, options: Mapping[str, Mapping[str, An
     Raises
     ------
     ValidationError
-        A sampler setting or an option of a setting ``cls`` does not take
-        (``OPTION_CONFLICT``), naming the models the option applies to.
+        A sampler setting or a setting ``cls`` does not take (``OPTION_CONFLICT``), naming
+        the models the option applies to on the command line, the settings ``cls`` takes in
+        Python.
     """
     params = setting_names(cls)
     refused = [arg_name(k) for k in sampling or {} if k not in params]
@@ -313,18 +315,24 @@ def model_settings(cls: type, method: str, options: Mapping[str, Mapping[str, An
                               code="OPTION_CONFLICT")
     if "spec" in params:  # the options that make it
         params |= {"method_per_column", "predictor_matrix"}
+    # the run's settings are the caller's own arguments, never options
+    takes = params - {"random_seed", "progressbar"}
     out: dict[str, Any] = dict(sampling or {})
-    for setting, opt in cli_arguments(options):
-        value = given.get(opt.key)
+    for setting, value in given.items():
         if value is None:
             continue
-        if setting not in params:
+        if setting not in takes:
+            if not on_command_line() or setting not in options:
+                raise ValidationError(
+                    f"options: {setting!r} is not a setting of method {method!r}; "
+                    f"{cls.__name__} takes {', '.join(map(repr, sorted(takes)))}.",
+                    code="OPTION_CONFLICT")
+            flag = options[setting]["cli"].flag
             models = options[setting].get("models", ())
-            raise ValidationError(f"{arg_name(opt.key)}: not an option of {_method(method)} "
+            raise ValidationError(f"{flag}: not an option of {_method(method)} "
                                   f"({cls.__name__} takes no setting {setting!r}; the option "
                                   f"applies to {' and '.join(map(_method, models))}).",
                                   code="OPTION_CONFLICT")
-        value = opt.value(value)  # its text parsed once the option is found to apply
         out[setting] = tuple(value) if isinstance(value, list) else value
     if "method_per_column" in out or "predictor_matrix" in out:
         from bayes_risk.models import SynthesisSpec

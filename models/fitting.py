@@ -10,12 +10,48 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
+from bayes_risk._constraints import (
+    Flag,
+    HasMethods,
+    InstanceOf,
+    Interval,
+    SequenceOf,
+    Text,
+    check_params,
+)
 from bayes_risk._specs import RECORDS_HELP, cli_option
 
 if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["fit_model", "fit_synthesizer"]
+
+_METHOD = [Text("a registered synthesizer's name"), None]
+#: one column name, or several, each once
+_COLUMNS = [Text("a column name"),
+            SequenceOf(Text("a column name"), "column names", unique=True), None]
+#: a column listed twice is named by the schema's check, with the list (require_distinct)
+_SYNTHESIZED = [Text("a column name"), SequenceOf(Text("a column name"), "column names"), None]
+_RECORDS = [Text("record numbers as text ('0-9,20', or a file of them)"),
+            SequenceOf(Interval(int, 0), "record numbers >= 0", unique=True), None]
+_OPTIONS = [InstanceOf(Mapping, "a mapping of the model's settings by name"), None]
+_FUNCTION = [InstanceOf(Callable, "a function"), None]
+
+#: the arguments of :func:`fit_model`, checked before anything else
+_FIT_MODEL = {
+    "method": _METHOD, "columns": _COLUMNS, "synthesized": _SYNTHESIZED, "records": _RECORDS,
+    "options": _OPTIONS,
+    "sampling": [InstanceOf(Mapping, "a mapping of sampler settings by name"), None],
+    "infer": _FUNCTION, "random_seed": [Interval(int, 0), None], "progressbar": Flag(),
+}
+#: the arguments of :func:`fit_synthesizer`, checked before anything else
+_FIT_SYNTHESIZER = {
+    "method": _METHOD, "synthesized": _SYNTHESIZED, "m": [Interval(int, 1), None],
+    "records": _RECORDS, "options": _OPTIONS, "infer": _FUNCTION, "probe": _FUNCTION,
+    "random_seed": [Interval(int, 0), SequenceOf(Interval(int, 0), "integers >= 0"),
+                    HasMethods(("spawn",), "a numpy Generator or SeedSequence"), None],
+    "progressbar": Flag(),
+}
 
 
 def fit_model(
@@ -42,45 +78,71 @@ def fit_model(
 ) -> tuple[Any, pd.DataFrame]:
     """Fit the synthesizer registered as ``method`` to a table, as a model to save.
 
+    Every argument is checked, and the model's settings against what it takes, before the
+    table is read.
+
     Parameters
     ----------
     original : DataFrame or callable
-        The confidential table, or a function reading it, called once the settings are
-        checked.
+        The confidential table, or a function of no arguments returning it, called once the
+        arguments are checked.
     method : str
-        A name registered in the entry-point group ``bayes_risk.synthesizers``; the model must
-        save and load.
-    columns : sequence of str, optional
-        The columns modelled (default all).
-    synthesized : sequence of str, optional
-        The columns synthesized (default every modelled column).
+        Required: a name registered in the entry-point group ``bayes_risk.synthesizers``
+        (``cart``, ``dpmpm``, ...); the model must save and load.
+    columns : str or sequence of str, optional
+        The columns modelled, each once (default all).
+    synthesized : str or sequence of str, optional
+        The columns synthesized, each once (default every modelled column).
     records : str or sequence of int, optional
-        Partial synthesis of these records (0-based; a text as
-        :func:`~bayes_risk._specs.parse_records` reads it): the model is fitted to every record.
+        Partial synthesis of these records, each once (0-based; or a text such as
+        ``"0-9,20"`` or the path of a file of record numbers): the model is fitted to every
+        record.
     options : mapping, optional
-        The model-specific options given, by their destinations
-        (:func:`bayes_risk.registry.fit_options`, :func:`~bayes_risk.registry.model_settings`).
+        The model's settings by the names its class takes (``{"n_components": 10}`` for
+        ``dpmpm``, ``{"min_leaf": 3}`` for ``cart``), each checked by the model.
     sampling : mapping, optional
-        The sampler settings given (:class:`~bayes_risk.models.Sampling`'s fields).
+        The sampler settings of a model fitted by MCMC
+        (:class:`~bayes_risk.models.Sampling`'s fields: ``{"draws": 500, "chains": 2}``).
     infer : callable, optional
         ``infer(table, categorical_only=..., synthesized=...)``: the table's schema (default
         :func:`~bayes_risk.data.infer_schema`).
     random_seed : int, optional
-    progressbar : bool
+        The seed of the fit (an integer >= 0; default fresh entropy).
+    progressbar : bool, default True
+        Show the sampler's progress bar.
 
     Returns
     -------
-    tuple
-        The fitted model and the table it was fitted to (its ``columns``).
+    model : BaseSynthesizer
+        The fitted model.
+    table : DataFrame
+        The table it was fitted to (its ``columns``).
 
     Raises
     ------
     ValidationError
-        No ``method``, a model that cannot be saved (``MODEL_UNSUITED``), settings the model
-        does not take or needs (``OPTION_CONFLICT``, ``OPTION_REQUIRED``), bad ``records`` or
-        too little memory (``MEMORY_TOO_LARGE``), before the fit.
+        Before the table is read: an argument of the wrong type or value, no ``method`` or an
+        unknown one (``UNKNOWN_SYNTHESIZER``), a key of ``sampling`` that is no sampler
+        setting, a model that cannot be saved (``MODEL_UNSUITED``), a setting of ``options``
+        or ``sampling`` the model does not take (``OPTION_CONFLICT``, naming the settings it
+        takes) or one it needs (``OPTION_REQUIRED``); then bad ``records``, a setting the
+        model refuses, or too little memory (``MEMORY_TOO_LARGE``), before the fit.
     SchemaError
-        A column of ``columns`` that is not in the table (``UNKNOWN_COLUMN``).
+        A column of ``columns`` or ``synthesized`` that is not in the table
+        (``UNKNOWN_COLUMN``).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> table = pd.DataFrame({"sex": ["f", "m"] * 20, "age": [float(i % 9) for i in range(40)]})
+    >>> model, fitted_to = fit_model(table, "cart", synthesized=["age"],
+    ...                              options={"min_leaf": 5}, random_seed=1, progressbar=False)
+    >>> list(model.synthesize(1, random_seed=2)[0].columns)
+    ['sex', 'age']
+    >>> fit_model(table, "cart", synthesized=["age"], options={"n_trees": 10})
+    Traceback (most recent call last):
+    ...
+    bayes_risk.exceptions.ValidationError: options: 'n_trees' is not a setting of method 'cart'; ...
     """
     import numpy as np
 
@@ -100,6 +162,15 @@ def fit_model(
         model_settings,
     )
 
+    check_params(locals(), _FIT_MODEL)
+    if sampling:
+        import dataclasses
+
+        from bayes_risk._constraints import check_keywords
+        from bayes_risk._sampling_spec import Sampling
+
+        check_keywords(sampling, [f.name for f in dataclasses.fields(Sampling)], "sampling")
+    _check_original(original)
     if method is None:
         raise ValidationError(f"{arg_name('method')} is required: the synthesis model, one of "
                               f"{', '.join(list_synthesizers())}.", code="OPTION_REQUIRED")
@@ -119,8 +190,8 @@ def fit_model(
     # what the model cannot default (ModelInfo.required), refused before the data are read
     check_required(cls, method, synthesized=synthesized, settings=settings,
                    options=table_options)
-    df = original() if callable(original) else original
-    if columns:
+    df = _read(original)
+    if columns is not None:
         df = df[check_names(columns, list(df.columns), "columns")]
     schema = (infer or infer_schema)(df, categorical_only=info.categorical_only,
                                      synthesized=synthesized or None)
@@ -171,46 +242,71 @@ def fit_synthesizer(
     with :func:`fit_model`, whose convergence checks the fit reports) to a table, to release
     ``m`` datasets of.
 
+    Every argument is checked, and the model's settings against what it takes, before the
+    table is read.
+
     Parameters
     ----------
     original : DataFrame or callable
-        The confidential table, or a function reading it, called once the settings are
-        checked.
+        The confidential table, or a function of no arguments returning it, called once the
+        arguments are checked.
     method : str
-        A name registered in the entry-point group ``bayes_risk.synthesizers``.
-    synthesized : sequence of str, optional
-        The columns synthesized, in visit order.
+        Required: a name registered in the entry-point group ``bayes_risk.synthesizers``
+        (``cart``, ``rf``, ``pmm``, ...).
+    synthesized : str or sequence of str, optional
+        The columns synthesized, in visit order, each once.
     m : int, optional
         The datasets of the release (default the synthesizer's ``default_m``, else 5): checked,
         and the release's size against the memory left.
     records : str or sequence of int, optional
-        Partial synthesis of these records (0-based; a text as
-        :func:`~bayes_risk._specs.parse_records` reads it).
+        Partial synthesis of these records, each once (0-based; or a text such as
+        ``"0-9,20"`` or the path of a file of record numbers).
     options : mapping, optional
-        The model-specific options given, by their destinations
-        (:func:`bayes_risk.fit_options.trees.tree_options`).
+        The model's settings by the names its class takes (``{"min_leaf": 3}`` for ``cart``,
+        ``{"identifying": ["sex", "age"]}`` for ``pmm``), each checked by the model.
     infer : callable, optional
         ``infer(table, categorical_only=...)``: the table's schema (default
         :func:`~bayes_risk.data.infer_schema`).
     probe : callable, optional
-        ``probe(release, folder)`` writes a release as the run writes it (by default its
-        ``save``), run once on a few records before the memory checks
-        (:func:`~bayes_risk._memory.load_what_the_run_loads`).
-    random_seed : seed, optional
-        The fit's stream (tree tie-breaks, forest bootstraps).
-    progressbar : bool
+        ``probe(release, folder)`` writes a release as the caller will write it (by default
+        its ``save``); run once on a few records before the memory checks.
+    random_seed : int, sequence of int, Generator or SeedSequence, optional
+        The fit's stream (tree tie-breaks, forest bootstraps; default fresh entropy).
+    progressbar : bool, default True
+        Show the fit's progress bar, where the synthesizer has one.
 
     Returns
     -------
-    tuple
-        The fitted synthesizer, ``m`` and the table it was fitted to.
+    model : BaseSynthesizer
+        The fitted synthesizer.
+    m : int
+        The number of datasets to release.
+    table : DataFrame
+        The table it was fitted to.
 
     Raises
     ------
     ValidationError
-        A model fitted by MCMC (``OPTION_CONFLICT``), settings the model does not take or
-        needs, a bad ``m``, a column that is not in the table, bad ``records`` or too little
-        memory (``MEMORY_TOO_LARGE``), before the fit.
+        Before the table is read: an argument of the wrong type or value, no ``method`` or an
+        unknown one (``UNKNOWN_SYNTHESIZER``), a model fitted by MCMC (``OPTION_CONFLICT``), a
+        setting of ``options`` the model does not take (``OPTION_CONFLICT``, naming the
+        settings it takes) or one it needs (``OPTION_REQUIRED``); then bad ``records``, a
+        setting the model refuses or too little memory (``MEMORY_TOO_LARGE``), before the
+        fit.
+    SchemaError
+        A column of ``synthesized`` or of a setting naming columns that is not in the table
+        (``UNKNOWN_COLUMN``).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> table = pd.DataFrame({"sex": ["f", "m"] * 20, "age": [float(i % 9) for i in range(40)]})
+    >>> model, m, fitted_to = fit_synthesizer(table, "cart", synthesized=["age"], m=2,
+    ...                                       options={"min_leaf": 5}, random_seed=1,
+    ...                                       progressbar=False)
+    >>> release = model.synthesize(m, random_seed=2)
+    >>> len(release), list(release[0].columns)
+    (2, ['sex', 'age'])
     """
     import numpy as np
 
@@ -226,6 +322,8 @@ def fit_synthesizer(
         model_settings,
     )
 
+    m = check_params(locals(), _FIT_SYNTHESIZER)["m"]
+    _check_original(original)
     if method is None:
         raise ValidationError(f"{arg_name('method')} (cart, rf, pmm or another registered "
                               "synthesizer) is required" + (" with ORIGINAL" if on_command_line()
@@ -249,8 +347,8 @@ def fit_synthesizer(
                               run={"progressbar": progressbar})
     check_required(cls, method, synthesized=synthesized, settings=settings,
                    options=table_options)
-    m = check_m(m if m is not None else int(getattr(cls, "default_m", 5)))
-    df = original() if callable(original) else original
+    m = m if m is not None else check_m(int(getattr(cls, "default_m", 5)))
+    df = _read(original)
     schema = (infer or infer_schema)(df, categorical_only=info.categorical_only)
     check_option_columns(settings, table_options, schema)
     write = probe or (lambda release, folder: release.save(folder))
@@ -265,6 +363,37 @@ def fit_synthesizer(
     model.fit(df, schema=schema, synthesized=synthesized, records=fit_records,
               random_seed=random_seed)
     return model, m, df
+
+
+def _check_original(original: Any) -> None:
+    """Refuse an ``original`` that is neither a table nor a function of no arguments."""
+    import inspect
+
+    import pandas as pd
+
+    from bayes_risk._constraints import check_value
+    from bayes_risk.data.schema import FRAME
+    from bayes_risk.exceptions import ValidationError
+
+    check_value(original, [FRAME, InstanceOf(Callable, "a function of no arguments "
+                                                       "returning one")], "original")
+    if isinstance(original, pd.DataFrame):
+        return
+    try:
+        inspect.signature(original).bind()
+    except TypeError as err:
+        raise ValidationError(f"original must be a pandas DataFrame or a function of no "
+                              f"arguments returning one. Got {original!r}, which needs "
+                              f"arguments ({err}).") from None
+    except ValueError:  # no signature to read (a built-in): called as it is
+        pass
+
+
+def _read(original: Any) -> pd.DataFrame:
+    """The table ``original`` is or returns."""
+    from bayes_risk.data.validate import require_frame
+
+    return require_frame(original() if callable(original) else original, "original")
 
 
 def _records(records: str | Sequence[int], n: int) -> list[int]:

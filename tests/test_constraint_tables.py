@@ -212,6 +212,10 @@ ENTRIES: dict[str, Callable[..., Any]] = {
     "bayes_risk.attribute.run.attribute_run": lambda d, **bad: _attribute_run(d, **bad),
     "bayes_risk.utility.pmse._MOMENTS": lambda d, **bad: bayes_risk.utility.pmse_null_moments(
         **{"df": 1, "n_original": 10, "n_synthetic": 10, **bad}),
+    # a registered synthesizer by name: every argument checked before the table is read
+    "bayes_risk.models.fitting._FIT_MODEL": lambda d, **bad: _fitting("fit_model", d, **bad),
+    "bayes_risk.models.fitting._FIT_SYNTHESIZER":
+        lambda d, **bad: _fitting("fit_synthesizer", d, **bad),
     # the models' settings tables: each model's settings, checked by its constructor or fit
     "bayes_risk.models._replicates._SETTINGS": lambda d, **bad: _replicates(d, **bad),
     "bayes_risk.models.dp_multinomial._SETTINGS":
@@ -245,6 +249,15 @@ def _fit(model: str, d: pd.DataFrame, columns: list[str], **settings: Any) -> An
     table = d[columns]
     schema = infer_schema(table, categorical=[c for c in columns if c in _CATEGORICAL])
     return getattr(models, model)(**settings).fit(table, schema=schema, random_seed=1)
+
+
+def _fitting(function: str, d: pd.DataFrame, **bad: Any) -> Any:
+    from bayes_risk.models import fitting
+
+    def read() -> pd.DataFrame:
+        raise AssertionError("the table was read before the arguments were checked")
+
+    return getattr(fitting, function)(read, **{"method": "cart", "synthesized": ["Age"], **bad})
 
 
 def _replicates(d: pd.DataFrame, **bad: Any) -> Any:

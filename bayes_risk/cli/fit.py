@@ -23,10 +23,13 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.cli._common import read_records_table, schema_from_args, write_run
     from bayes_risk.contract import capabilities
     from bayes_risk.models.fitting import fit_model
+    from bayes_risk.registry import fit_options
 
     # warnings are printed as one line each and recorded in summary.json (cli._run)
     model, df = fit_model(lambda: read_records_table(args),
-                          **argument_values(fit_model, vars(args)), options=vars(args),
+                          **argument_values(fit_model, vars(args)),
+                          # the model's options by its settings' names, as Python gives them
+                          options=argument_values(fit_options(), vars(args)),
                           sampling=spec_values(Sampling, vars(args)),
                           infer=lambda df, **kw: schema_from_args(df, args, **kw),
                           random_seed=args.random_seed, progressbar=not args.quiet)

@@ -21,6 +21,7 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.cli._common import read_records_table, write_run
     from bayes_risk.data import SyntheticData, check_m
     from bayes_risk.exceptions import ValidationError
+    from bayes_risk.fit_options.trees import tree_options
     from bayes_risk.models.fitting import fit_synthesizer
 
     sampled = _sampling(args)
@@ -51,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
         # from the synthesis streams spawned from seed
         model, m, df = fit_synthesizer(
             lambda: read_records_table(args), **argument_values(fit_synthesizer, vars(args)),
-            options=vars(args), infer=lambda df, **kw: schema_from_args(df, args, **kw),
+            options=argument_values(tree_options(), vars(args)),
+            infer=lambda df, **kw: schema_from_args(df, args, **kw),
             probe=lambda release, folder: release.save(folder, csv=args.csv),
             random_seed=[seed, 1], progressbar=not args.quiet)
         labels = file_labels(df)

@@ -348,12 +348,16 @@ def test_a_models_options_are_the_one_option_record():
 def test_model_option_values_in_either_spelling():
     """--donor takes bayes_bootstrap as bayes-bootstrap (the changelog's promise), DPMPM's
     --synthesis-mode its modes as the model spells them."""
+    from bayes_risk._specs import argument_values
     from bayes_risk.fit_options.trees import tree_options
     from bayes_risk.models import DPMPM, CARTSynthesizer
     from bayes_risk.registry import fit_options, model_settings
 
     def parsed(command, *options):
-        return vars(build_parser(command).parse_args([command, "x.csv", "--out", "o", *options]))
+        # the command line gives the model its options' values by their settings' names
+        given = vars(build_parser(command).parse_args([command, "x.csv", "--out", "o", *options]))
+        return argument_values(tree_options() if command == "synthesize" else fit_options(),
+                               given)
 
     for given in ("bayes_bootstrap", "bayes-bootstrap"):
         assert model_settings(CARTSynthesizer, "cart", tree_options(),

@@ -51,3 +51,81 @@ def test_fit_model_models_the_columns_given(table):
                           progressbar=False)
     assert list(df.columns) == ["a", "c"] and list(model.synthesize(1, random_seed=0)[0]) == [
         "a", "c"]
+
+
+@pytest.mark.parametrize("function", [fit_model, fit_synthesizer])
+@pytest.mark.parametrize("options, key", [
+    # argparse's destination of --components is not a setting: it fitted with K=50
+    ({"model_opt_min_leaf": 3}, "model_opt_min_leaf"),
+    ({"n_components": 0}, "n_components"),
+    ({"n_trees": 10}, "n_trees"),  # rf's, not cart's
+    ({"random_seed": 3}, "random_seed"),  # the entry's own argument
+])
+def test_an_options_key_the_model_does_not_take_is_refused(function, options, key, table):
+    def read():
+        raise AssertionError("read before the settings were checked")
+
+    with pytest.raises(ValidationError, match=rf"options: {key!r} is not a setting of method "
+                       r"'cart'; CARTSynthesizer takes .*'min_leaf'") as err:
+        function(read, "cart", synthesized=["c"], options=options)
+    assert err.value.code == "OPTION_CONFLICT"
+    assert "'random_seed'" not in str(err.value).split("takes")[1]
+
+
+def test_the_options_are_the_models_settings_by_name(table):
+    model, _ = fit_model(table, "cart", synthesized=["c"], options={"min_leaf": 7},
+                         random_seed=1, progressbar=False)
+    assert model.min_leaf == 7
+    model, _, _ = fit_synthesizer(table, "cart", synthesized=["c"], options={"min_leaf": 9},
+                                  random_seed=1, progressbar=False)
+    assert model.min_leaf == 9
+    # the value is checked by the model itself
+    with pytest.raises(ValidationError, match="min_leaf must be an integer >= 1. Got -1"):
+        fit_model(table, "cart", synthesized=["c"], options={"min_leaf": -1},
+                  progressbar=False)
+
+
+_BAD = [  # argument, value, the start of the message
+    ("options", [1], "options must be a mapping"),
+    ("records", 5, "records must be record numbers as text"),
+    ("records", [1.5], "records must be"),
+    ("records", [1, 1], "records must be .* each listed once"),
+    ("infer", 3, "infer must be a function"),
+    ("progressbar", "x", "progressbar must be True or False"),
+    ("synthesized", [], "synthesized must be"),
+    ("method", 3, "method must be a registered synthesizer's name"),
+]
+
+
+@pytest.mark.parametrize("name, value, message", [
+    *_BAD, ("sampling", [1], "sampling must be a mapping"),
+    ("sampling", {"draw": 10}, r"for sampling: \['draw'\]; it takes .*draws"),
+    ("columns", [], "columns must be"), ("columns", ["a", "a"], "columns must be .* once"),
+    ("random_seed", -1, "random_seed must be"), ("random_seed", [1], "random_seed must be")])
+def test_fit_model_refuses_a_bad_argument_naming_it(name, value, message, table):
+    def read():
+        raise AssertionError("read before the arguments were checked")
+
+    with pytest.raises(ValidationError, match=message) as err:
+        fit_model(read, **{"method": "cart", "synthesized": ["c"], name: value})
+    assert err.value.code == "INVALID_ARGUMENT"
+
+
+@pytest.mark.parametrize("name, value, message", [
+    *_BAD, ("probe", 1, "probe must be a function"), ("m", 1.5, "m must be an integer"),
+    ("random_seed", "s", "random_seed must be")])
+def test_fit_synthesizer_refuses_a_bad_argument_naming_it(name, value, message, table):
+    with pytest.raises(ValidationError, match=message) as err:
+        fit_synthesizer(table, **{"method": "cart", "synthesized": ["c"], name: value})
+    assert err.value.code == "INVALID_ARGUMENT"
+
+
+@pytest.mark.parametrize("function", [fit_model, fit_synthesizer])
+@pytest.mark.parametrize("original, message", [
+    (None, "original must be a pandas DataFrame or a function of no arguments"),
+    (pd.read_csv, "original must be .* needs arguments"),
+    (lambda: [1, 2], "original must be a pandas DataFrame. Got"),
+])
+def test_an_original_that_is_no_table_is_named(function, original, message):
+    with pytest.raises(ValidationError, match=message):
+        function(original, "cart", synthesized=["c"])

@@ -30,6 +30,7 @@ def _check(args: argparse.Namespace) -> None:
 def _synthesizer(args: argparse.Namespace, read: dict[str, Any]) -> Any:
     """``--method``'s registered synthesizer with the settings given, checked by what the class
     declares (``ModelInfo.visit_order``) and takes, never by its name."""
+    from bayes_risk._specs import argument_values
     from bayes_risk.contract import capabilities
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.models import get_synthesizer
@@ -41,7 +42,8 @@ def _synthesizer(args: argparse.Namespace, read: dict[str, Any]) -> Any:
                               "columns in a visit order (its ModelInfo does not declare "
                               "visit_order), so there are no orders to compare; use a sequential "
                               "synthesizer such as cart or rf.", code="OPTION_CONFLICT")
-    return cls(**model_settings(cls, args.method, tree_options(orders=True), vars(args)))
+    options = tree_options(orders=True)
+    return cls(**model_settings(cls, args.method, options, argument_values(options, vars(args))))
 
 
 def _identification(args: argparse.Namespace, read: dict[str, Any]) -> dict[str, Any]:
