@@ -324,7 +324,7 @@ def model_settings(cls: type, method: str, options: Mapping[str, Mapping[str, An
         if setting not in takes:
             if not on_command_line() or setting not in options:
                 raise ValidationError(
-                    f"options: {setting!r} is not a setting of method {method!r}; "
+                    f"options: {setting!r} is not a setting of {_method(method)}; "
                     f"{cls.__name__} takes {', '.join(map(repr, sorted(takes)))}.",
                     code="OPTION_CONFLICT")
             flag = options[setting]["cli"].flag
@@ -371,9 +371,10 @@ def check_required(cls: type, method: str, *, synthesized: Any, settings: Mappin
     from bayes_risk.contract import capabilities
 
     # each as the caller gives it: an option with its values (--identifying COL [COL ...]),
-    # in Python its key of ``options``
-    shown = {setting: arg_name(opt.key, cli=opt.usage.removeprefix(opt.flag + " "))
-             for setting, opt in cli_arguments(options)}
+    # in Python its key of ``options`` (the model's setting name)
+    cli = on_command_line()
+    shown = {setting: arg_name(opt.key, cli=opt.usage.removeprefix(opt.flag + " ")) if cli
+             else f"options[{setting!r}]" for setting, opt in cli_arguments(options)}
     for name in capabilities(cls).required:
         if name == "synthesized":
             given, usage = bool(synthesized), arg_name("synthesized", cli="COL [COL ...]")
@@ -382,7 +383,7 @@ def check_required(cls: type, method: str, *, synthesized: Any, settings: Mappin
             given = value is not None and not (isinstance(value, (list, tuple)) and not value)
             usage = shown.get(name)
             if usage is None:
-                gives = "no option of this command" if on_command_line() else "no key of options"
+                gives = "no option of this command" if cli else "no key of options"
                 raise ValidationError(f"{_method(method)}: {cls.__name__} needs its setting "
                                       f"{name!r} (ModelInfo.required), which {gives} gives.",
                                       code="OPTION_REQUIRED")

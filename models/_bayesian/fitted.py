@@ -57,7 +57,7 @@ FROM_POSTERIOR_RELATIONS = (Requires("synthesized_records", "data", code="INVALI
 class FittedPosterior(GroupedSettingsSynthesizer, metaclass=ABCMeta):
     """The posterior draws of a Bayesian synthesizer and the state fitted with them (the base of
     :class:`~bayes_risk.models._bayesian.base.BayesianSynthesizer`, which documents the fitted
-    attributes): set by ``fit``, by :meth:`from_posterior` or by :meth:`load`, checked against
+    attributes): set by ``fit``, by ``from_posterior`` or by ``load``, checked against
     the model's declared ``posterior_variables`` and ``saved_state``."""
 
     #: Model class ("P"/"O") of the default synthesis mode (subclasses may set it per instance).

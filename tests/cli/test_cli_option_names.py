@@ -427,7 +427,7 @@ _T = pd.DataFrame({"a": ["x", "y"] * 10, "b": ["u", "v"] * 10})
      "synthesized is required with method='cart'"),
     (["synthesize", "--method", "pmm"], lambda: br.models.fitting.fit_synthesizer(_T, "pmm"),
      "OPTION_REQUIRED", "--identifying COL [COL ...] is required with --method pmm",
-     "model_opt_identifying is required with method='pmm'"),
+     "options['identifying'] is required with method='pmm'"),
     # settings the model does not take (the registry's model_settings)
     (["fit", "--method", "cart", "--synthesize", "a", "--draws", "3"],
      lambda: br.models.fitting.fit_model(_T, "cart", synthesized=["a"],
@@ -436,11 +436,11 @@ _T = pd.DataFrame({"a": ["x", "y"] * 10, "b": ["u", "v"] * 10})
      "draws: MCMC options do not apply to method='cart'"),
     (["fit", "--method", "cart", "--synthesize", "a", "--identifying", "b"],
      lambda: br.models.fitting.fit_model(_T, "cart", synthesized=["a"],
-                                         options={"model_opt_identifying": ["b"]}),
+                                         options={"identifying": ["b"]}),
      "OPTION_CONFLICT", "--identifying: not an option of --method cart (CARTSynthesizer takes "
      "no setting 'identifying'; the option applies to --method pmm)",
-     "model_opt_identifying: not an option of method='cart' (CARTSynthesizer takes no setting "
-     "'identifying'; the option applies to method='pmm')"),
+     "options: 'identifying' is not a setting of method='cart'; CARTSynthesizer takes "
+     "'bandwidth'"),
 ])
 def test_fit_and_synthesize_name_the_option_or_the_parameter(argv, call, code, cli_words,
                                                              python_words, capsys, tmp_path,

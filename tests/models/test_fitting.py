@@ -65,7 +65,7 @@ def test_an_options_key_the_model_does_not_take_is_refused(function, options, ke
     def read():
         raise AssertionError("read before the settings were checked")
 
-    with pytest.raises(ValidationError, match=rf"options: {key!r} is not a setting of method "
+    with pytest.raises(ValidationError, match=rf"options: {key!r} is not a setting of method="
                        r"'cart'; CARTSynthesizer takes .*'min_leaf'") as err:
         function(read, "cart", synthesized=["c"], options=options)
     assert err.value.code == "OPTION_CONFLICT"
