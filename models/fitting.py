@@ -382,9 +382,8 @@ def _check_original(original: Any) -> None:
     try:
         inspect.signature(original).bind()
     except TypeError as err:
-        raise ValidationError(f"original must be a pandas DataFrame or a function of no "
-                              f"arguments returning one. Got {original!r}, which needs "
-                              f"arguments ({err}).") from None
+        raise ValidationError(f"original, a function, must take no arguments. Got "
+                              f"{original!r}, which needs arguments ({err}).") from None
     except ValueError:  # no signature to read (a built-in): called as it is
         pass
 

@@ -123,7 +123,7 @@ def test_fit_synthesizer_refuses_a_bad_argument_naming_it(name, value, message, 
 @pytest.mark.parametrize("function", [fit_model, fit_synthesizer])
 @pytest.mark.parametrize("original, message", [
     (None, "original must be a pandas DataFrame or a function of no arguments"),
-    (pd.read_csv, "original must be .* needs arguments"),
+    (pd.read_csv, "original, a function, must take no arguments. Got .* needs arguments"),
     (lambda: [1, 2], "original must be a pandas DataFrame. Got"),
 ])
 def test_an_original_that_is_no_table_is_named(function, original, message):
