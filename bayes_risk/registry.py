@@ -206,7 +206,7 @@ def _dist(ep: EntryPoint) -> str:
     return f"{dist.name} {dist.version}" if dist is not None else "an unknown distribution"
 
 
-def get_synthesizer(name: str, argument: str | None = None) -> type:
+def get_synthesizer(name: str, *, argument: str | None = None) -> type:
     """The synthesizer class registered under ``name``; a ``ValidationError`` for an unknown
     name (``UNKNOWN_SYNTHESIZER``; ``argument``: the caller's argument that gave it, named as
     the caller writes it, else "synthesizer method"), one registered twice

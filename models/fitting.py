@@ -174,7 +174,7 @@ def fit_model(
     if method is None:
         raise ValidationError(f"{arg_name('method')} is required: the synthesis model, one of "
                               f"{', '.join(list_synthesizers())}.", code="OPTION_REQUIRED")
-    cls = get_synthesizer(method, "method")
+    cls = get_synthesizer(method, argument="method")
     info = capabilities(cls)
     if not info.persistence:
         fits = ("'fit' cannot write a model folder" if on_command_line() else
@@ -329,7 +329,7 @@ def fit_synthesizer(
                               "synthesizer) is required" + (" with ORIGINAL" if on_command_line()
                                                             else "") + ".",
                               code="OPTION_REQUIRED")
-    cls = get_synthesizer(method, "method")
+    cls = get_synthesizer(method, argument="method")
     info = capabilities(cls)
     if info.convergence:
         # the way to fit it and synthesize, in the caller's words

@@ -36,7 +36,7 @@ def _synthesizer(args: argparse.Namespace, read: dict[str, Any]) -> Any:
     from bayes_risk.models import get_synthesizer
     from bayes_risk.registry import model_settings
 
-    cls = get_synthesizer(args.method, "method")
+    cls = get_synthesizer(args.method, argument="method")
     if not capabilities(cls).visit_order:
         raise ValidationError(f"--method {args.method}: {cls.__name__} does not synthesize its "
                               "columns in a visit order (its ModelInfo does not declare "
