@@ -629,3 +629,22 @@ def test_a_measure_declares_when_it_runs_its_checks_and_its_executor_part(data, 
         replace(mod.MEASURE, applies="gated_measure:gated_applies")
     with pytest.raises(ValidationError, match="preflight must be the function or class itself"):
         replace(mod.MEASURE, preflight="gated_measure:gated_preflight")
+
+
+@pytest.mark.parametrize("applies", ["membership_applies", "attacks_applies"])
+def test_a_step_without_holdout_names_it_as_its_caller_writes_it(applies):
+    # in Python the argument, on the command line the option: never both at once
+    import importlib
+    from types import SimpleNamespace
+
+    from bayes_risk.cli._run import command_line_options
+
+    module = importlib.import_module(
+        f"bayes_risk.auditing.measures.{applies.removesuffix('_applies')}")
+    reason = getattr(module, applies)
+    ctx = SimpleNamespace(holdout=None, model=None)
+    python = reason(ctx)
+    assert python.startswith("no holdout was given (holdout=...: ") and "--" not in python
+    with command_line_options({"holdout": "--holdout"}):
+        cli = reason(ctx)
+    assert cli.startswith("no holdout was given (--holdout FILE: ") and "holdout=" not in cli

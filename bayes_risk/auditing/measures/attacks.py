@@ -23,6 +23,7 @@ from bayes_risk.auditing.report_blocks import (
     table_block,
 )
 from bayes_risk.auditing.verdict_base import Baseline, Verdict, caused, dataset_range
+from bayes_risk.exceptions import arg_name
 from bayes_risk.results._base import plot_figure
 from bayes_risk.results.attacks import SinglingOutResult
 
@@ -30,9 +31,9 @@ from bayes_risk.results.attacks import SinglingOutResult
 def attacks_applies(ctx: StepContext) -> str | None:
     """Why the step is left out: no holdout, the attacks' control (``None``: it runs)."""
     if ctx.holdout is None:
-        return ("no holdout was given (holdout= / --holdout: records of the population that the "
-                "synthesis did not use), so the attacks' success cannot be read against the same "
-                "attacks on records the release knows nothing about.")
+        return (f"no holdout was given ({arg_name('holdout', '...', cli='FILE')}: records of "
+                "the population that the synthesis did not use), so the attacks' success cannot "
+                "be read against the same attacks on records the release knows nothing about.")
     return None
 
 
